@@ -1,0 +1,41 @@
+//! @file concepts.hpp  The Algorithm concept and per-collective capability checks.
+#pragma once
+#include <concepts>
+#include <cstddef>
+#include <string_view>
+
+#include "tutti/core/dtype.hpp"
+#include "tutti/core/op.hpp"
+#include "tutti/core/policy.hpp"
+
+namespace tutti {
+
+/// An Algorithm schedules collectives over a transport: a class of static function templates,
+/// each taking an algorithm::context<Transport>& first. It declares
+/// `using tutti_role = tutti::role::algorithm;` and `static constexpr std::string_view name`.
+/// Collectives it lacks are simply absent; calling one is a compile-time error naming both.
+template <class A>
+concept algorithm_policy = std::same_as<typename A::tutti_role, role::algorithm> && requires {
+  { A::name } -> std::convertible_to<std::string_view>;
+};
+
+template <class A, class Ctx>
+concept has_allreduce = requires(Ctx& c, const void* in, void* out, std::size_t n, dtype t, op o) {
+  A::allreduce(c, in, out, n, t, o);
+};
+template <class A, class Ctx>
+concept has_reduce_scatter = requires(Ctx& c, const void* in, void* out, std::size_t n, dtype t, op o) {
+  A::reduce_scatter(c, in, out, n, t, o);
+};
+template <class A, class Ctx>
+concept has_allgather = requires(Ctx& c, const void* in, void* out, std::size_t n, dtype t) {
+  A::allgather(c, in, out, n, t);
+};
+template <class A, class Ctx>
+concept has_broadcast = requires(Ctx& c, const void* in, void* out, std::size_t n, dtype t, int root) {
+  A::broadcast(c, in, out, n, t, root);
+};
+template <class A, class Ctx>
+concept has_barrier = requires(Ctx& c) { A::barrier(c); };
+
+}  // namespace tutti

@@ -1,0 +1,64 @@
+//! @file context.hpp  What an algorithm sees of its communicator during one collective.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
+
+#include "tutti/core/deadline.hpp"
+#include "tutti/core/error.hpp"
+
+namespace tutti::algorithm {
+
+//! A grow-only, 64-byte-aligned buffer owned by the communicator and reused by every collective,
+//! so the hot path allocates only the first time a larger size is needed.
+class scratch_buffer {
+ public:
+  [[nodiscard]] std::byte* get(std::size_t bytes) {
+    if (bytes > size_) {
+      const std::size_t rounded = (bytes + 4095) & ~std::size_t{4095};
+      data_.reset(static_cast<std::byte*>(::operator new(rounded, std::align_val_t{64})));
+      size_ = rounded;
+    }
+    return data_.get();
+  }
+  [[nodiscard]] std::size_t capacity() const noexcept { return size_; }
+
+ private:
+  struct aligned_delete {
+    void operator()(std::byte* p) const noexcept { ::operator delete(p, std::align_val_t{64}); }
+  };
+  std::unique_ptr<std::byte, aligned_delete> data_;
+  std::size_t size_ = 0;
+};
+
+//! One collective's view: the transport, a tag unique to this collective, its deadline, scratch.
+//! Algorithms reach the transport only through this, so every wait carries the deadline.
+template <class Transport>
+class context {
+ public:
+  using request = typename Transport::request;
+
+  context(Transport& t, scratch_buffer& s, std::uint64_t tag, deadline until, std::size_t chunk_bytes) noexcept
+      : transport_(t), scratch_(s), tag_(tag), until_(until), chunk_bytes_(chunk_bytes) {}
+
+  [[nodiscard]] int rank() const noexcept { return transport_.rank(); }
+  [[nodiscard]] int size() const noexcept { return transport_.world_size(); }
+  [[nodiscard]] std::size_t chunk_bytes() const noexcept { return chunk_bytes_; }  //!< pipelining unit
+  [[nodiscard]] std::byte* scratch(std::size_t bytes) { return scratch_.get(bytes); }
+  [[nodiscard]] Transport& transport() noexcept { return transport_; }
+
+  [[nodiscard]] request send(int peer, const void* data, std::size_t bytes) { return transport_.send(peer, tag_, data, bytes); }
+  [[nodiscard]] request recv(int peer, void* data, std::size_t bytes) { return transport_.recv(peer, tag_, data, bytes); }
+  void wait(request& r) { transport_.wait(r, until_); }
+
+ private:
+  Transport& transport_;
+  scratch_buffer& scratch_;
+  std::uint64_t tag_;
+  deadline until_;
+  std::size_t chunk_bytes_;
+};
+
+}  // namespace tutti::algorithm

@@ -1,0 +1,426 @@
+//! @file communicator.hpp  tutti::communicator<Policies...>: the composition point.
+//!
+//! Policies come in any order; Boost.Hana sorts them into roles by their `tutti_role` tag, fills in
+//! defaults (codec::none, fusion::none) and refuses, at compile time and in a sentence naming the
+//! role, a missing, duplicated or ill-formed policy. At run time every collective first checks its
+//! own arguments, then (unless TUTTI_CHECK=0) exchanges a small descriptor with every peer so that
+//! ranks that disagree about the call all get the same tutti::mismatch before any data moves.
+#pragma once
+#include <boost/hana/append.hpp>
+#include <boost/hana/filter.hpp>
+#include <boost/hana/front.hpp>
+#include <boost/hana/size.hpp>
+#include <boost/hana/tuple.hpp>
+#include <boost/hana/type.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <ranges>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tutti/algorithm/concepts.hpp"
+#include "tutti/algorithm/context.hpp"
+#include "tutti/codec/concepts.hpp"
+#include "tutti/codec/none.hpp"
+#include "tutti/core/config.hpp"
+#include "tutti/core/dtype.hpp"
+#include "tutti/core/error.hpp"
+#include "tutti/core/log.hpp"
+#include "tutti/core/op.hpp"
+#include "tutti/core/policy.hpp"
+#include "tutti/core/tensor_view.hpp"
+#include "tutti/fusion/concepts.hpp"
+#include "tutti/fusion/none.hpp"
+#include "tutti/transport/concepts.hpp"
+
+namespace tutti {
+
+//! Run-time settings of a communicator; from_env() reads the TUTTI_* variables.
+struct communicator_options {
+  std::chrono::nanoseconds timeout = std::chrono::seconds(300);  //!< TUTTI_TIMEOUT: any one collective
+  std::size_t chunk_bytes = 512 << 10;  //!< TUTTI_CHUNK_BYTES: pipelining unit of chunked algorithms
+  bool check = true;                    //!< TUTTI_CHECK: cross-rank argument check before each collective
+
+  [[nodiscard]] static communicator_options from_env() {
+    communicator_options o;
+    o.timeout = config::timeout();
+    o.chunk_bytes = config::bytes("TUTTI_CHUNK_BYTES", o.chunk_bytes, 64, std::size_t{1} << 30);
+    o.check = config::flag("TUTTI_CHECK", o.check);
+    return o;
+  }
+};
+
+enum class collective : std::uint8_t { allreduce, reduce_scatter, allgather, broadcast, barrier };
+
+[[nodiscard]] constexpr std::string_view name_of(collective c) noexcept {
+  switch (c) {
+    case collective::allreduce: return "allreduce";
+    case collective::reduce_scatter: return "reduce_scatter";
+    case collective::allgather: return "allgather";
+    case collective::broadcast: return "broadcast";
+    case collective::barrier: return "barrier";
+  }
+  return "?";
+}
+
+namespace detail {
+
+namespace hana = boost::hana;
+
+template <class P, class = void>
+struct role_of {
+  using type = void;
+};
+template <class P>
+struct role_of<P, std::void_t<typename P::tutti_role>> {
+  using type = typename P::tutti_role;
+};
+
+//! Instantiated once per template argument so the diagnostic's "required from" names the type.
+template <class P>
+struct check_is_policy {
+  static constexpr bool value = !std::is_void_v<typename role_of<P>::type>;
+  static_assert(value,
+                "tutti::communicator<...>: every template argument must be a Transport, Algorithm, Codec or "
+                "FusionStrategy (a class declaring `using tutti_role = tutti::role::...;`); this one is none of them");
+};
+
+template <class Role, class... Ps>
+constexpr auto policies_with_role() {
+  return hana::filter(hana::tuple_t<Ps...>, [](auto t) {
+    return hana::bool_c<std::is_same_v<typename role_of<typename decltype(t)::type>::type, Role>>;
+  });
+}
+
+template <class Role>
+struct missing_policy {};  //!< stands in for a policy that was not given, to keep errors to one
+
+//! The policy of `Role` among Ps (Default when there is none) and how many were given.
+template <class Role, class Default, class... Ps>
+struct pick {
+  static constexpr auto found = policies_with_role<Role, Ps...>();
+  static constexpr std::size_t count = decltype(hana::size(found))::value;
+  using type = typename std::remove_cvref_t<decltype(hana::front(hana::append(found, hana::type_c<Default>)))>::type;
+};
+
+template <class... Ps>
+struct sorted_policies {
+  static constexpr bool all_policies = (check_is_policy<Ps>::value && ...);
+
+  using transport_pick = pick<role::transport, missing_policy<role::transport>, Ps...>;
+  using algorithm_pick = pick<role::algorithm, missing_policy<role::algorithm>, Ps...>;
+  using codec_pick = pick<role::codec, codec::none, Ps...>;
+  using fusion_pick = pick<role::fusion, fusion::none, Ps...>;
+
+  static_assert(transport_pick::count != 0, "tutti::communicator<...> requires exactly one Transport; got none");
+  static_assert(transport_pick::count <= 1, "tutti::communicator<...> requires exactly one Transport; got more than one");
+  static_assert(algorithm_pick::count != 0, "tutti::communicator<...> requires exactly one Algorithm; got none");
+  static_assert(algorithm_pick::count <= 1, "tutti::communicator<...> requires exactly one Algorithm; got more than one");
+  static_assert(codec_pick::count <= 1, "tutti::communicator<...> accepts at most one Codec; got more than one");
+  static_assert(fusion_pick::count <= 1,
+                "tutti::communicator<...> accepts at most one FusionStrategy; got more than one");
+
+  using transport = typename transport_pick::type;
+  using algorithm = typename algorithm_pick::type;
+  using codec = typename codec_pick::type;
+  using fusion = typename fusion_pick::type;
+
+  // Checked only when the role was given once, so one mistake gives one message.
+  static_assert(transport_pick::count != 1 || transport_policy<transport>,
+                "tutti::communicator<...>: the Transport does not satisfy tutti::transport_policy "
+                "(needs request, send, recv, test, wait, rank, world_size, traits; see tutti/transport/concepts.hpp)");
+  static_assert(algorithm_pick::count != 1 || algorithm_policy<algorithm>,
+                "tutti::communicator<...>: the Algorithm does not satisfy tutti::algorithm_policy "
+                "(needs a static constexpr name; see tutti/algorithm/concepts.hpp)");
+  static_assert(codec_pick::count != 1 || codec_policy<codec>,
+                "tutti::communicator<...>: the Codec does not satisfy tutti::codec_policy "
+                "(needs name, lossless, encoded_bytes; see tutti/codec/concepts.hpp)");
+  static_assert(fusion_pick::count != 1 || fusion_policy<fusion>,
+                "tutti::communicator<...>: the FusionStrategy does not satisfy tutti::fusion_policy "
+                "(needs name, threshold_bytes; see tutti/fusion/concepts.hpp)");
+  static_assert(codec_pick::count != 1 || !codec_policy<codec> || codec::lossless,
+                "tutti::communicator<...>: lossy codecs are not built yet; use codec::none");
+};
+
+//! What every rank tells every other before a collective; compared field by field.
+struct collective_descriptor {
+  std::uint64_t sequence = 0;  //!< how many collectives this rank has started on this communicator
+  std::uint64_t count = 0;
+  std::int32_t root = -1;
+  std::uint8_t kind = 0;
+  std::uint8_t type = 0;
+  std::uint8_t reduction = 0;
+  std::uint8_t arguments_ok = 1;  //!< 0: this rank refused its own arguments
+};
+
+inline std::string describe_field(const collective_descriptor& d, int field) {
+  switch (field) {
+    case 0: return std::string(name_of(static_cast<collective>(d.kind))) + " #" + std::to_string(d.sequence);
+    case 1: return "dtype=" + std::string(name_of(static_cast<dtype>(d.type)));
+    case 2: return "op=" + std::string(name_of(static_cast<op>(d.reduction)));
+    case 3: return "count=" + std::to_string(d.count);
+    default: return "root=" + std::to_string(d.root);
+  }
+}
+
+//! The first field (in the order collective, dtype, op, count, root) where two descriptors differ, or -1.
+inline int first_difference(const collective_descriptor& a, const collective_descriptor& b) {
+  if (a.kind != b.kind || a.sequence != b.sequence) return 0;
+  if (a.type != b.type) return 1;
+  if (a.reduction != b.reduction) return 2;
+  if (a.count != b.count) return 3;
+  if (a.root != b.root) return 4;
+  return -1;
+}
+
+inline bool overlaps(const void* a, std::size_t an, const void* b, std::size_t bn) noexcept {
+  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
+  return an && bn && pa < pb + bn && pb < pa + an;
+}
+
+}  // namespace detail
+
+template <class... Policies>
+class communicator {
+  using policies = detail::sorted_policies<Policies...>;
+
+ public:
+  using transport_type = typename policies::transport;
+  using algorithm_type = typename policies::algorithm;
+  using codec_type = typename policies::codec;
+  using fusion_type = typename policies::fusion;
+  using context_type = algorithm::context<transport_type>;
+
+  //! Uses a transport that the caller owns and keeps alive longer than the communicator.
+  explicit communicator(transport_type& transport, communicator_options options = communicator_options::from_env())
+      : transport_(&transport), options_(options) {}
+  //! Owns its transport.
+  explicit communicator(std::unique_ptr<transport_type> transport,
+                        communicator_options options = communicator_options::from_env())
+      : owned_(std::move(transport)), transport_(owned_.get()), options_(options) {
+    if (!transport_) throw invalid_argument("tutti::communicator: null transport");
+  }
+
+  [[nodiscard]] int rank() const noexcept { return transport_->rank(); }
+  [[nodiscard]] int size() const noexcept { return transport_->world_size(); }
+  [[nodiscard]] const communicator_options& options() const noexcept { return options_; }
+  [[nodiscard]] transport_type& transport() noexcept { return *transport_; }
+
+  // ---- allreduce: out[i] = op over ranks of in[i] ----------------------------------------------
+  void allreduce(const_tensor_view in, tensor_view out, op o) {
+    static_assert(has_allreduce<algorithm_type, context_type>,
+                  "tutti::communicator<...>::allreduce: the Algorithm does not implement allreduce");
+    auto d = describe(collective::allreduce, in.type, o, in.count, -1);
+    std::string bad = check_common(d, in, out);
+    if (bad.empty() && in.count != out.count)
+      bad = "send has " + std::to_string(in.count) + " elements but recv has " + std::to_string(out.count);
+    if (bad.empty()) bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(), in.data == out.data);
+    run(d, bad, [&](context_type& c) {
+      algorithm_type::allreduce(c, in.data, out.data, in.count, in.type, o);
+    });
+  }
+  void allreduce(tensor_view inout, op o) { allreduce(const_tensor_view(inout), inout, o); }
+  template <std::ranges::contiguous_range R>
+  void allreduce(R&& inout, op o) { allreduce(view_of(inout), o); }
+  template <std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
+  void allreduce(const In& in, Out&& out, op o) { allreduce(const_view_of(in), view_of(out), o); }
+
+  // ---- reduce_scatter: in has size()*n elements; out gets this rank's n reduced elements ------------
+  void reduce_scatter(const_tensor_view in, tensor_view out, op o) {
+    static_assert(has_reduce_scatter<algorithm_type, context_type>,
+                  "tutti::communicator<...>::reduce_scatter: the Algorithm does not implement reduce_scatter");
+    auto d = describe(collective::reduce_scatter, in.type, o, out.count, -1);
+    std::string bad = check_common(d, in, out);
+    const std::size_t n = static_cast<std::size_t>(size());
+    if (bad.empty() && (out.count > SIZE_MAX / n || in.count != out.count * n))
+      bad = "send has " + std::to_string(in.count) + " elements but must have world_size (" + std::to_string(n) +
+            ") x recv count (" + std::to_string(out.count) + ")";
+    if (bad.empty())
+      bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(),
+                           out.data == in.bytes_ptr() + static_cast<std::size_t>(rank()) * out.bytes());
+    run(d, bad, [&](context_type& c) {
+      algorithm_type::reduce_scatter(c, in.data, out.data, out.count, in.type, o);
+    });
+  }
+  template <std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
+  void reduce_scatter(const In& in, Out&& out, op o) { reduce_scatter(const_view_of(in), view_of(out), o); }
+
+  // ---- allgather: out has size()*n elements, rank i's n elements at out + i*n ----------------------
+  void allgather(const_tensor_view in, tensor_view out) {
+    static_assert(has_allgather<algorithm_type, context_type>,
+                  "tutti::communicator<...>::allgather: the Algorithm does not implement allgather");
+    auto d = describe(collective::allgather, in.type, op::sum, in.count, -1);
+    std::string bad = check_common(d, in, out);
+    const std::size_t n = static_cast<std::size_t>(size());
+    if (bad.empty() && (in.count > SIZE_MAX / n || out.count != in.count * n))
+      bad = "recv has " + std::to_string(out.count) + " elements but must have world_size (" + std::to_string(n) +
+            ") x send count (" + std::to_string(in.count) + ")";
+    if (bad.empty())
+      bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(),
+                           in.data == out.bytes_ptr() + static_cast<std::size_t>(rank()) * in.bytes());
+    run(d, bad, [&](context_type& c) {
+      algorithm_type::allgather(c, in.data, out.data, in.count, in.type);
+    });
+  }
+  template <std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
+  void allgather(const In& in, Out&& out) { allgather(const_view_of(in), view_of(out)); }
+
+  // ---- broadcast: root's elements to every rank ------------------------------------------------
+  //! Out of place: `in` is read on root only (other ranks may pass an empty view); `out` everywhere.
+  void broadcast(const_tensor_view in, tensor_view out, int root) {
+    static_assert(has_broadcast<algorithm_type, context_type>,
+                  "tutti::communicator<...>::broadcast: the Algorithm does not implement broadcast");
+    auto d = describe(collective::broadcast, out.type, op::sum, out.count, root);
+    const bool is_root = root == rank();
+    std::string bad = check_common(d, is_root ? in : const_tensor_view(out), out);
+    if (bad.empty() && (root < 0 || root >= size()))
+      bad = "root " + std::to_string(root) + " is outside [0, " + std::to_string(size()) + ")";
+    if (bad.empty() && is_root && in.count != out.count)
+      bad = "root's send has " + std::to_string(in.count) + " elements but recv has " + std::to_string(out.count);
+    if (bad.empty() && is_root) bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(), in.data == out.data);
+    run(d, bad, [&](context_type& c) {
+      algorithm_type::broadcast(c, is_root ? in.data : out.data, out.data, out.count, out.type, root);
+    });
+  }
+  void broadcast(tensor_view inout, int root) { broadcast(const_tensor_view(inout), inout, root); }
+  template <std::ranges::contiguous_range R>
+  void broadcast(R&& inout, int root) { broadcast(view_of(inout), root); }
+
+  // ---- barrier: returns once every rank has entered it ------------------------------------------
+  void barrier() {
+    static_assert(has_barrier<algorithm_type, context_type>,
+                  "tutti::communicator<...>::barrier: the Algorithm does not implement barrier");
+    auto d = describe(collective::barrier, dtype::u8, op::sum, 0, -1);
+    run(d, std::string{}, [&](context_type& c) { algorithm_type::barrier(c); });
+  }
+
+ private:
+  template <class T>
+  static tensor_view view_of(T& r) { return tensor_view(std::span(std::ranges::data(r), std::ranges::size(r))); }
+  template <class T>
+  static const_tensor_view const_view_of(const T& r) {
+    return const_tensor_view(std::span(std::ranges::data(r), std::ranges::size(r)));
+  }
+
+  detail::collective_descriptor describe(collective kind, dtype t, op o, std::size_t count, int root) {
+    detail::collective_descriptor d;
+    d.sequence = ++sequence_;
+    d.kind = static_cast<std::uint8_t>(kind);
+    d.type = static_cast<std::uint8_t>(t);
+    d.reduction = static_cast<std::uint8_t>(o);
+    d.count = count;
+    d.root = root;
+    return d;
+  }
+
+  [[nodiscard]] std::string where(const detail::collective_descriptor& d) const {
+    return "rank " + std::to_string(rank()) + ": " + std::string(name_of(static_cast<collective>(d.kind))) + " #" +
+           std::to_string(d.sequence) + ": ";
+  }
+
+  std::string check_common(const detail::collective_descriptor& d, const_tensor_view in, tensor_view out) const {
+    const auto t = static_cast<dtype>(d.type);
+    if (!is_valid(t)) return "dtype value " + std::to_string(d.type) + " is not a tutti::dtype";
+    if (!is_valid(static_cast<op>(d.reduction))) return "op value " + std::to_string(d.reduction) + " is not a tutti::op";
+    if (in.type != out.type)
+      return "send dtype " + std::string(name_of(in.type)) + " differs from recv dtype " + std::string(name_of(out.type));
+    const std::size_t limit = SIZE_MAX / size_of(t) / static_cast<std::size_t>(size());
+    if (in.count > limit || out.count > limit)
+      return "count " + std::to_string(std::max(in.count, out.count)) + " is too large to address in bytes";
+    if ((in.count && !in.data) || (out.count && !out.data)) return "null buffer with a non-zero count";
+    return {};
+  }
+
+  //! Out-of-place buffers must not overlap; the one sanctioned in-place layout is allowed.
+  static std::string check_aliasing(const void* in, std::size_t in_bytes, const void* out, std::size_t out_bytes,
+                                    bool sanctioned_in_place) {
+    if (sanctioned_in_place || !detail::overlaps(in, in_bytes, out, out_bytes)) return {};
+    return "send and recv buffers overlap without being the in-place layout";
+  }
+
+  //! Checks arguments here and across ranks, then runs the algorithm under one deadline.
+  template <class F>
+  void run(const detail::collective_descriptor& d, const std::string& bad, F&& body) {
+    if (!broken_.empty()) throw error(where(d) + "communicator is unusable after an earlier failure: " + broken_);
+    const auto until = deadline::after(options_.timeout);
+    auto desc = d;
+    desc.arguments_ok = bad.empty() ? 1 : 0;
+    if (options_.check) guarded(desc, "while checking arguments across ranks: ", [&] { agree(desc, until); });
+    if (!bad.empty()) throw invalid_argument(where(d) + bad);
+    if (log_enabled(log_level::trace)) log(log_level::trace, rank(), where(d) + detail::describe_field(d, 3));
+    context_type c(*transport_, scratch_, d.sequence, until, options_.chunk_bytes);
+    guarded(d, "", [&] { body(c); });
+  }
+
+  //! A failure in the middle of a collective leaves buffers partly written and operations posted:
+  //! withdraw them all (abort also tells the peers this rank is gone, so they stop waiting on it),
+  //! mark the communicator unusable, and rethrow the same kind of error with the collective named.
+  template <class F>
+  void guarded(const detail::collective_descriptor& d, const char* during, F&& body) {
+    try {
+      body();
+    } catch (const mismatch&) {
+      throw;  // found before any data moved, identically on every rank: the communicator stays usable
+    } catch (const invalid_argument&) {
+      throw;
+    } catch (const peer_lost& e) {
+      fail(d, e.what());
+      throw peer_lost(e.peer(), where(d) + during + e.what());
+    } catch (const timeout& e) {
+      fail(d, e.what());
+      throw timeout(where(d) + during + e.what());
+    } catch (const error& e) {
+      fail(d, e.what());
+      throw transport_error(where(d) + during + e.what());
+    }
+  }
+
+  void fail(const detail::collective_descriptor& d, const char* what) {
+    broken_ = where(d) + what;
+    transport_->abort();
+  }
+
+  //! Every rank sends its descriptor to every other (tag 0: data tags are sequence numbers >= 1)
+  //! and compares all of them with rank 0's, so all ranks reach the same verdict and message.
+  void agree(const detail::collective_descriptor& mine, deadline until) {
+    const int n = size(), me = rank();
+    if (n == 1) return;
+    descriptors_.resize(static_cast<std::size_t>(n));
+    requests_.assign(2 * static_cast<std::size_t>(n), {});
+    descriptors_[static_cast<std::size_t>(me)] = mine;
+    for (int p = 0; p < n; ++p) {
+      if (p == me) continue;
+      requests_[2 * p] = transport_->recv(p, 0, &descriptors_[static_cast<std::size_t>(p)], sizeof(mine));
+      requests_[2 * p + 1] = transport_->send(p, 0, &mine, sizeof(mine));
+    }
+    for (auto& r : requests_) transport_->wait(r, until);
+    const auto& ref = descriptors_[0];
+    for (int p = 1; p < n; ++p) {
+      const auto& other = descriptors_[static_cast<std::size_t>(p)];
+      const int field = detail::first_difference(ref, other);
+      if (field >= 0)
+        throw mismatch(where(mine) + "ranks disagree: rank 0 has " + detail::describe_field(ref, field) + ", rank " +
+                       std::to_string(p) + " has " + detail::describe_field(other, field));
+    }
+    for (int p = 0; p < n; ++p) {
+      if (p != me && !descriptors_[static_cast<std::size_t>(p)].arguments_ok && mine.arguments_ok)
+        throw invalid_argument(where(mine) + "rank " + std::to_string(p) +
+                               " refused its arguments (its own error says why); no data was moved");
+    }
+  }
+
+  std::unique_ptr<transport_type> owned_;
+  transport_type* transport_;
+  communicator_options options_;
+  algorithm::scratch_buffer scratch_;
+  std::uint64_t sequence_ = 0;
+  std::string broken_;  //!< non-empty once a collective failed midway: data may be partial
+  std::vector<detail::collective_descriptor> descriptors_;
+  std::vector<typename transport_type::request> requests_;
+};
+
+}  // namespace tutti

@@ -1,0 +1,47 @@
+//! @file deadline.hpp  Deadlines and the spin-then-yield-then-sleep backoff every wait uses.
+#pragma once
+#include <chrono>
+#include <thread>
+
+namespace tutti {
+
+//! A point in steady time after which a wait gives up with tutti::timeout.
+class deadline {
+ public:
+  using clock = std::chrono::steady_clock;
+  explicit deadline(clock::time_point at) noexcept : at_(at) {}
+  [[nodiscard]] static deadline after(std::chrono::nanoseconds d) noexcept { return deadline(clock::now() + d); }
+  [[nodiscard]] bool passed() const noexcept { return clock::now() >= at_; }
+  [[nodiscard]] clock::time_point at() const noexcept { return at_; }
+
+ private:
+  clock::time_point at_;
+};
+
+//! Spinning on a flag costs ~0.1 us, waking a sleeper ~30 us: spin first, then yield (so
+//! oversubscribed ranks still progress), then sleep briefly so an idle wait does not burn a core.
+class backoff {
+ public:
+  void pause() noexcept {
+    ++rounds_;
+    if (rounds_ < spin_rounds) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else if (rounds_ < spin_rounds + yield_rounds) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  //! Whether it is worth reading the clock this round (the clock costs more than a spin).
+  [[nodiscard]] bool check_clock() const noexcept { return (rounds_ & 63) == 0 || rounds_ >= spin_rounds; }
+  void reset() noexcept { rounds_ = 0; }
+
+ private:
+  static constexpr unsigned spin_rounds = 2000;
+  static constexpr unsigned yield_rounds = 2000;
+  unsigned rounds_ = 0;
+};
+
+}  // namespace tutti

@@ -1,0 +1,40 @@
+//! @file tensor_view.hpp  A typed-at-runtime view of contiguous elements: what collectives move.
+#pragma once
+#include <cstddef>
+#include <span>
+#include <type_traits>
+
+#include "tutti/core/dtype.hpp"
+
+namespace tutti {
+
+//! Non-owning (pointer, count, dtype). Counts are in elements, never bytes, so a count
+//! mismatch between ranks can be reported in the user's own units.
+template <class Byte>
+struct basic_tensor_view {
+  Byte* data = nullptr;
+  std::size_t count = 0;
+  dtype type = dtype::f32;
+
+  basic_tensor_view() = default;
+  basic_tensor_view(Byte* d, std::size_t n, dtype t) noexcept : data(d), count(n), type(t) {}
+  template <class T>
+    requires(std::is_const_v<Byte> || !std::is_const_v<T>)
+  basic_tensor_view(std::span<T> s) noexcept  // NOLINT: implicit from a typed span is the point
+      : data(s.data()), count(s.size()), type(dtype_of<T>) {}
+  //! a mutable view converts to a const one
+  template <class B>
+    requires(std::is_const_v<Byte> && !std::is_const_v<B>)
+  basic_tensor_view(basic_tensor_view<B> v) noexcept : data(v.data), count(v.count), type(v.type) {}
+
+  [[nodiscard]] std::size_t bytes() const noexcept { return count * size_of(type); }
+  [[nodiscard]] auto* bytes_ptr() const noexcept {
+    if constexpr (std::is_const_v<Byte>) return static_cast<const std::byte*>(data);
+    else return static_cast<std::byte*>(data);
+  }
+};
+
+using tensor_view = basic_tensor_view<void>;              //!< writable elements
+using const_tensor_view = basic_tensor_view<const void>;  //!< read-only elements
+
+}  // namespace tutti

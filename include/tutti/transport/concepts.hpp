@@ -1,0 +1,47 @@
+//! @file concepts.hpp  The Transport concept: what a class must offer to carry tutti's bytes.
+#pragma once
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+
+#include "tutti/core/deadline.hpp"
+#include "tutti/core/policy.hpp"
+
+namespace tutti {
+
+//! Capabilities a transport advertises; algorithms and tests read the same traits.
+//! Every field defaults to false: a transport specialises what it really offers.
+struct transport_traits {
+  bool intra_node = false;     //!< all peers share this host's memory
+  bool device_memory = false;  //!< buffers may live in GPU memory
+  bool one_sided = false;      //!< a peer's staging memory can be mapped and read directly
+};
+
+/// A Transport moves bytes between two ranks of one job.
+///  - `send(peer, tag, data, bytes)` / `recv(peer, tag, data, bytes)` start a transfer and return a
+///    `request` at once; messages between one pair of ranks with one tag match in posting order.
+///    The buffer must stay valid and untouched until the request completes.
+///  - `test(req)` says whether it completed; `wait(req, deadline)` blocks until it does, throwing
+///    tutti::timeout at the deadline and tutti::peer_lost when the peer is gone.
+///  - a default-constructed `request` is already complete (waiting on it returns at once).
+///  - `abort()` withdraws every pending operation (their buffers are never touched again) and
+///    makes peers' waits on this rank fail with peer_lost; the transport is unusable afterwards.
+///  - `traits` is a constexpr transport_traits.
+template <class T>
+concept transport_policy =
+    std::same_as<typename T::tutti_role, role::transport> &&
+    requires(T& t, const T& ct, int peer, std::uint64_t tag, const void* in, void* out, std::size_t n,
+             typename T::request& req, deadline until) {
+      typename T::request;
+      { ct.rank() } -> std::convertible_to<int>;
+      { ct.world_size() } -> std::convertible_to<int>;
+      { t.send(peer, tag, in, n) } -> std::same_as<typename T::request>;
+      { t.recv(peer, tag, out, n) } -> std::same_as<typename T::request>;
+      { t.test(req) } -> std::same_as<bool>;
+      { t.wait(req, until) } -> std::same_as<void>;
+      { t.abort() } noexcept;
+      requires std::default_initializable<typename T::request>;
+      { T::traits } -> std::convertible_to<transport_traits>;
+    };
+
+}  // namespace tutti

@@ -1,0 +1,138 @@
+//! @file fabric.hpp  The shared state through which in-process ranks (threads) exchange messages.
+//!
+//! Each ordered pair of ranks has a channel holding posted-but-unmatched sends and receives.
+//! Whichever side arrives second copies the bytes straight from the sender's buffer into the
+//! receiver's (one copy, no staging) under the channel's lock, so a rank that leaves can withdraw
+//! its pending operations and be sure nobody touches its memory afterwards.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace tutti::transport::inproc_detail {
+
+enum op_status : int { op_free = 0, op_pending = 1, op_done = 2, op_failed = 3 };
+
+//! One posted send or receive. Lives in its rank's fixed pool; linked into a channel while unmatched.
+struct op_state {
+  std::atomic<int> status{op_free};
+  bool is_send = false;
+  int peer = -1;
+  std::uint64_t tag = 0;
+  const void* src = nullptr;  //!< sender's bytes (sends)
+  void* dst = nullptr;        //!< receiver's bytes (receives)
+  std::size_t bytes = 0;
+  op_state* next = nullptr;   //!< channel queue link
+  std::string failure;        //!< why it failed, written before status becomes op_failed
+};
+
+//! An intrusive FIFO of op_states, so posting allocates nothing.
+struct op_queue {
+  op_state* head = nullptr;
+  op_state* tail = nullptr;
+
+  void push(op_state* op) noexcept {
+    op->next = nullptr;
+    if (tail) tail->next = op; else head = op;
+    tail = op;
+  }
+  //! Removes and returns the first op with this tag (messages of one tag match in order).
+  op_state* take(std::uint64_t tag) noexcept {
+    op_state* prev = nullptr;
+    for (op_state* op = head; op; prev = op, op = op->next) {
+      if (op->tag != tag) continue;
+      unlink(prev, op);
+      return op;
+    }
+    return nullptr;
+  }
+  //! Removes `target` if it is queued; returns whether it was.
+  bool remove(op_state* target) noexcept {
+    op_state* prev = nullptr;
+    for (op_state* op = head; op; prev = op, op = op->next) {
+      if (op != target) continue;
+      unlink(prev, op);
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  void unlink(op_state* prev, op_state* op) noexcept {
+    (prev ? prev->next : head) = op->next;
+    if (tail == op) tail = prev;
+    op->next = nullptr;
+  }
+};
+
+struct channel {
+  std::mutex mutex;
+  op_queue sends;  //!< sends from src to dst not yet matched
+  op_queue recvs;  //!< receives by dst from src not yet matched
+};
+
+class fabric {
+ public:
+  explicit fabric(int world_size)
+      : world_(world_size),
+        channels_(std::make_unique<channel[]>(static_cast<std::size_t>(world_size) * world_size)),
+        gone_(std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(world_size))) {
+    for (int r = 0; r < world_size; ++r) gone_[r].store(false);
+  }
+
+  [[nodiscard]] int world_size() const noexcept { return world_; }
+
+  //! Posts a send from `src`; completes it at once if `op->peer` already posted the receive.
+  void post_send(int src, op_state* op) { post(between(src, op->peer), op, true, src); }
+  //! Posts a receive by `dst`; completes it at once if `op->peer` already posted the send.
+  void post_recv(int dst, op_state* op) { post(between(op->peer, dst), op, false, dst); }
+
+  //! Takes an unmatched op of `rank` back out of its channel (after a timeout or when leaving).
+  void withdraw(int rank, op_state* op) {
+    channel& ch = op->is_send ? between(rank, op->peer) : between(op->peer, rank);
+    std::lock_guard lock(ch.mutex);
+    (op->is_send ? ch.sends : ch.recvs).remove(op);
+  }
+
+  void leave(int rank) noexcept { gone_[rank].store(true, std::memory_order_release); }
+  [[nodiscard]] bool gone(int rank) const noexcept { return gone_[rank].load(std::memory_order_acquire); }
+
+ private:
+  channel& between(int src, int dst) noexcept { return channels_[static_cast<std::size_t>(src) * world_ + dst]; }
+
+  void post(channel& ch, op_state* op, bool is_send, int self) {
+    std::lock_guard lock(ch.mutex);
+    op_state* match = (is_send ? ch.recvs : ch.sends).take(op->tag);
+    if (!match) {
+      (is_send ? ch.sends : ch.recvs).push(op);
+      return;
+    }
+    op_state* send = is_send ? op : match;
+    op_state* recv = is_send ? match : op;
+    if (send->bytes != recv->bytes) {
+      const int sender = is_send ? self : op->peer;
+      const int receiver = is_send ? op->peer : self;
+      const std::string why = "rank " + std::to_string(sender) + " sent " + std::to_string(send->bytes) +
+                              " bytes (tag " + std::to_string(op->tag) + ") but rank " + std::to_string(receiver) +
+                              " posted a receive of " + std::to_string(recv->bytes) + " bytes";
+      send->failure = why;
+      recv->failure = why;
+      send->status.store(op_failed, std::memory_order_release);
+      recv->status.store(op_failed, std::memory_order_release);
+      return;
+    }
+    if (send->bytes) std::memcpy(recv->dst, send->src, send->bytes);
+    send->status.store(op_done, std::memory_order_release);
+    recv->status.store(op_done, std::memory_order_release);
+  }
+
+  int world_;
+  std::unique_ptr<channel[]> channels_;
+  std::unique_ptr<std::atomic<bool>[]> gone_;
+};
+
+}  // namespace tutti::transport::inproc_detail

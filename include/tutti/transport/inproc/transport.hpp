@@ -1,0 +1,188 @@
+//! @file transport.hpp  transport::inproc — every rank a thread of one process; for tests and examples.
+#pragma once
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tutti/core/deadline.hpp"
+#include "tutti/core/error.hpp"
+#include "tutti/core/policy.hpp"
+#include "tutti/transport/concepts.hpp"
+#include "tutti/transport/inproc/fabric.hpp"
+
+namespace tutti::transport {
+
+class inproc {
+ public:
+  using tutti_role = role::transport;
+  using fabric = inproc_detail::fabric;
+  static constexpr transport_traits traits{.intra_node = true, .device_memory = false, .one_sided = false};
+  static constexpr const char* name = "inproc";
+  static constexpr std::size_t max_outstanding = 1024;  //!< posted but not yet completed requests per rank
+
+  //! Handle to a posted operation; empty once waited on (or tested complete).
+  struct request {
+    inproc_detail::op_state* op = nullptr;
+  };
+
+  inproc(std::shared_ptr<fabric> f, int rank) : fabric_(std::move(f)), rank_(rank) {
+    if (!fabric_) throw invalid_argument("transport::inproc: null fabric");
+    if (rank < 0 || rank >= fabric_->world_size())
+      throw invalid_argument("transport::inproc: rank " + std::to_string(rank) + " is outside [0, " +
+                             std::to_string(fabric_->world_size()) + ")");
+    free_.reserve(max_outstanding);
+    for (std::size_t i = max_outstanding; i-- > 0;) free_.push_back(&pool_[i]);
+  }
+  inproc(const inproc&) = delete;
+  inproc& operator=(const inproc&) = delete;
+
+  //! Leaving withdraws every unmatched operation (so peers never touch this rank's memory again)
+  //! and marks the rank gone, which turns peers' waits on it into tutti::peer_lost.
+  ~inproc() { abort(); }
+
+  //! Withdraws every pending operation and tells the peers this rank is gone. Called by the
+  //! communicator when a collective fails midway; the transport is unusable afterwards.
+  void abort() noexcept {
+    for (std::size_t i = 0; i < max_outstanding; ++i)
+      if (pool_[i].status.load() == inproc_detail::op_pending) fabric_->withdraw(rank_, &pool_[i]);
+    fabric_->leave(rank_);
+  }
+
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+  [[nodiscard]] int world_size() const noexcept { return fabric_->world_size(); }
+
+  [[nodiscard]] request send(int peer, std::uint64_t tag, const void* data, std::size_t bytes) {
+    auto* op = acquire(peer, tag, bytes, true);
+    op->src = data;
+    fabric_->post_send(rank_, op);
+    return {op};
+  }
+
+  [[nodiscard]] request recv(int peer, std::uint64_t tag, void* data, std::size_t bytes) {
+    auto* op = acquire(peer, tag, bytes, false);
+    op->dst = data;
+    fabric_->post_recv(rank_, op);
+    return {op};
+  }
+
+  [[nodiscard]] bool test(request& r) {
+    if (!r.op) return true;
+    const int s = r.op->status.load(std::memory_order_acquire);
+    if (s == inproc_detail::op_pending) {
+      if (!fabric_->gone(r.op->peer)) return false;
+      finish_or_lost(r);
+      return true;
+    }
+    finish(r, s);
+    return true;
+  }
+
+  void wait(request& r, deadline until) {
+    if (!r.op) return;
+    backoff b;
+    for (;;) {
+      const int s = r.op->status.load(std::memory_order_acquire);
+      if (s != inproc_detail::op_pending) return finish(r, s);
+      if (b.check_clock()) {
+        if (fabric_->gone(r.op->peer)) return finish_or_lost(r);
+        if (until.passed()) {
+          const std::string what = describe(*r.op) + " did not complete before the deadline (TUTTI_TIMEOUT)";
+          abandon(r);
+          throw timeout(what);
+        }
+      }
+      b.pause();
+    }
+  }
+
+  //! Runs fn(transport&) on `world_size` threads sharing one fabric and returns each rank's
+  //! exception (null where the rank succeeded). The transport of a rank that throws is destroyed
+  //! at once, so its peers see peer_lost instead of waiting for the deadline.
+  template <class F>
+  static std::vector<std::exception_ptr> run(int world_size, F&& fn) {
+    if (world_size < 1) throw invalid_argument("transport::inproc::run: world_size " + std::to_string(world_size) + " < 1");
+    auto shared = std::make_shared<fabric>(world_size);
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(world_size));
+    std::vector<std::thread> threads;
+    threads.reserve(static_cast<std::size_t>(world_size));
+    for (int r = 0; r < world_size; ++r) {
+      threads.emplace_back([&, r] {
+        try {
+          inproc t(shared, r);
+          fn(t);
+        } catch (...) {
+          errors[static_cast<std::size_t>(r)] = std::current_exception();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    return errors;
+  }
+
+ private:
+  inproc_detail::op_state* acquire(int peer, std::uint64_t tag, std::size_t bytes, bool is_send) {
+    if (peer < 0 || peer >= world_size())
+      throw invalid_argument("rank " + std::to_string(rank_) + ": transport::inproc " + (is_send ? "send to" : "recv from") +
+                             " peer " + std::to_string(peer) + " outside [0, " + std::to_string(world_size()) + ")");
+    if (free_.empty())
+      throw transport_error("rank " + std::to_string(rank_) + ": transport::inproc has " +
+                            std::to_string(max_outstanding) + " requests outstanding; wait on some first");
+    auto* op = free_.back();
+    free_.pop_back();
+    op->is_send = is_send;
+    op->peer = peer;
+    op->tag = tag;
+    op->bytes = bytes;
+    op->src = nullptr;
+    op->dst = nullptr;
+    op->status.store(inproc_detail::op_pending, std::memory_order_relaxed);
+    return op;
+  }
+
+  void release(request& r) noexcept {
+    r.op->status.store(inproc_detail::op_free, std::memory_order_relaxed);
+    free_.push_back(r.op);
+    r.op = nullptr;
+  }
+
+  void finish(request& r, int status) {
+    if (status == inproc_detail::op_done) return release(r);
+    const std::string what = "rank " + std::to_string(rank_) + ": " + r.op->failure;
+    release(r);
+    throw transport_error(what);
+  }
+
+  void abandon(request& r) {
+    fabric_->withdraw(rank_, r.op);
+    release(r);
+  }
+
+  // The peer may have completed this op just before it left: withdraw, then trust the status.
+  void finish_or_lost(request& r) {
+    fabric_->withdraw(rank_, r.op);
+    const int s = r.op->status.load(std::memory_order_acquire);
+    if (s != inproc_detail::op_pending) return finish(r, s);
+    const int peer = r.op->peer;
+    const std::string what = describe(*r.op) + ": rank " + std::to_string(peer) + " left (peer lost)";
+    abandon(r);
+    throw peer_lost(peer, what);
+  }
+
+  [[nodiscard]] std::string describe(const inproc_detail::op_state& op) const {
+    return "rank " + std::to_string(rank_) + ": " + (op.is_send ? "send of " : "receive of ") +
+           std::to_string(op.bytes) + " bytes " + (op.is_send ? "to" : "from") + " rank " + std::to_string(op.peer);
+  }
+
+  std::shared_ptr<fabric> fabric_;
+  int rank_;
+  std::unique_ptr<inproc_detail::op_state[]> pool_storage_ = std::make_unique<inproc_detail::op_state[]>(max_outstanding);
+  inproc_detail::op_state* pool_ = pool_storage_.get();
+  std::vector<inproc_detail::op_state*> free_;
+};
+
+static_assert(transport_policy<inproc>, "transport::inproc must satisfy tutti::transport_policy");
+
+}  // namespace tutti::transport

@@ -1,0 +1,34 @@
+//! @file tutti.hpp  The umbrella header: everything a framework author needs, host side.
+//! (tutti/cuda/ kernels are compiled by nvcc and included separately.)
+#pragma once
+
+#include "tutti/version.hpp"
+
+#include "tutti/core/bfloat16.hpp"
+#include "tutti/core/config.hpp"
+#include "tutti/core/deadline.hpp"
+#include "tutti/core/dtype.hpp"
+#include "tutti/core/error.hpp"
+#include "tutti/core/half.hpp"
+#include "tutti/core/log.hpp"
+#include "tutti/core/op.hpp"
+#include "tutti/core/policy.hpp"
+#include "tutti/core/reduce.hpp"
+#include "tutti/core/tensor_view.hpp"
+
+#include "tutti/bootstrap/inproc_store.hpp"
+#include "tutti/bootstrap/rank_info.hpp"
+
+#include "tutti/transport/concepts.hpp"
+#include "tutti/transport/inproc.hpp"
+
+#include "tutti/algorithm/concepts.hpp"
+#include "tutti/algorithm/ring.hpp"
+
+#include "tutti/codec/concepts.hpp"
+#include "tutti/codec/none.hpp"
+
+#include "tutti/fusion/concepts.hpp"
+#include "tutti/fusion/none.hpp"
+
+#include "tutti/communicator.hpp"
