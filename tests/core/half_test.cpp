@@ -104,7 +104,7 @@ std::uint16_t ref_encode(float x) {
 // ---- Failure bookkeeping: one CHECK per loop, with the first few offenders printed. ----
 std::string hex(std::uint32_t v) {
   char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08x", static_cast<unsigned>(v));
+  std::snprintf(buf, sizeof buf, v > 0xffffu ? "0x%08x" : "0x%04x", static_cast<unsigned>(v));
   return buf;
 }
 std::uint32_t fbits(float f) { return std::bit_cast<std::uint32_t>(f); }

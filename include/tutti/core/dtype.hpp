@@ -49,6 +49,23 @@ inline constexpr std::array<dtype, 8> all_dtypes = {dtype::f32, dtype::f64, dtyp
   return static_cast<std::uint8_t>(t) <= static_cast<std::uint8_t>(dtype::u8);
 }
 
+//! Calls fn(std::type_identity<T>{}) with the C++ type of `t`; the one place a runtime dtype
+//! becomes a compile-time type (tests, references, tools; never an element loop's inner body).
+template <class F>
+decltype(auto) visit(dtype t, F&& fn) {
+  switch (t) {
+    case dtype::f64: return fn(std::type_identity<double>{});
+    case dtype::f16: return fn(std::type_identity<half>{});
+    case dtype::bf16: return fn(std::type_identity<bfloat16>{});
+    case dtype::i8: return fn(std::type_identity<std::int8_t>{});
+    case dtype::i32: return fn(std::type_identity<std::int32_t>{});
+    case dtype::i64: return fn(std::type_identity<std::int64_t>{});
+    case dtype::u8: return fn(std::type_identity<std::uint8_t>{});
+    case dtype::f32: break;
+  }
+  return fn(std::type_identity<float>{});
+}
+
 //! dtype_of<T> maps a C++ element type to its dtype; a type tutti does not carry fails to compile.
 template <class T> struct dtype_of_t {
   static_assert(sizeof(T) == 0, "tutti: this element type has no tutti::dtype "

@@ -1,0 +1,137 @@
+# Finds tutti's optional backends. For each one found it defines an INTERFACE IMPORTED target that
+# links tutti::tutti plus the dependency and defines TUTTI_HAVE_<NAME>=1:
+#   tutti::cuda  CUDAToolkit (CUDA::cudart); the CUDA language is not enabled
+#   tutti::nccl  nccl.h + libnccl (looked for under NCCL_HOME, NCCL_ROOT, the CUDA toolkit and
+#                /usr/local/cuda); links tutti::cuda too, since nccl.h includes cuda_runtime.h
+#   tutti::ucx   pkg-config `ucx`, else ucp/api/ucp.h + libucp, libuct, libucs (UCX_HOME, UCX_DIR)
+#
+# Written once, used twice: cmake/tuttiTargets.cmake includes it in the build tree and the
+# installed tuttiConfig.cmake includes it in a consumer, so both see the same targets.
+# Expects tutti::tutti to exist. Sets TUTTI_OPTIONAL_BACKENDS_FOUND and
+# TUTTI_OPTIONAL_BACKENDS_NOT_FOUND (lists, in the order ucx nccl cuda) and tutti_<name>_FOUND
+# (so that find_package(tutti COMPONENTS nccl) can require one).
+# With TUTTI_OPTIONAL_TARGETS_GLOBAL set, the targets are GLOBAL: the build tree needs that, so a
+# project that add_subdirectory()s tutti sees them from its own directories.
+
+if(POLICY CMP0167)
+  cmake_policy(SET CMP0167 NEW)   # FindBoost is gone; irrelevant here but quiets CMake >= 3.30
+endif()
+
+if(TUTTI_OPTIONAL_TARGETS_GLOBAL)
+  set(_tutti_global GLOBAL)
+else()
+  set(_tutti_global "")
+endif()
+
+# _tutti_define_backend(<name> <LINK items...>) — the one place the targets are made.
+function(_tutti_define_backend name)
+  string(TOUPPER "${name}" upper)
+  if(NOT TARGET tutti::${name})
+    add_library(tutti::${name} INTERFACE IMPORTED ${_tutti_global})
+    set_target_properties(tutti::${name} PROPERTIES
+      INTERFACE_LINK_LIBRARIES "tutti::tutti;${ARGN}"
+      INTERFACE_COMPILE_DEFINITIONS "TUTTI_HAVE_${upper}=1")
+  endif()
+endfunction()
+
+# CMake < 3.24 has no find_package(... GLOBAL): promote the imported targets a backend links,
+# recursively, so that a GLOBAL tutti::<name> does not point at targets only this directory sees.
+function(_tutti_promote_global target)
+  if(NOT TARGET ${target})
+    return()
+  endif()
+  get_target_property(imported ${target} IMPORTED)
+  get_target_property(global ${target} IMPORTED_GLOBAL)
+  if(imported AND NOT global)
+    set_target_properties(${target} PROPERTIES IMPORTED_GLOBAL TRUE)
+    get_target_property(deps ${target} INTERFACE_LINK_LIBRARIES)
+    if(deps)
+      foreach(dep IN LISTS deps)
+        if(dep MATCHES "::" AND NOT dep MATCHES "\\$<")
+          _tutti_promote_global(${dep})
+        endif()
+      endforeach()
+    endif()
+  endif()
+endfunction()
+
+# --- CUDA --------------------------------------------------------------------------------------
+set(_tutti_find_global "")
+if(_tutti_global AND NOT CMAKE_VERSION VERSION_LESS 3.24)
+  set(_tutti_find_global GLOBAL)
+endif()
+if(NOT CUDAToolkit_FOUND)
+  find_package(CUDAToolkit QUIET ${_tutti_find_global})
+endif()
+set(tutti_cuda_FOUND FALSE)
+if(CUDAToolkit_FOUND AND TARGET CUDA::cudart)
+  if(_tutti_global AND NOT _tutti_find_global)
+    _tutti_promote_global(CUDA::cudart)
+  endif()
+  _tutti_define_backend(cuda CUDA::cudart)
+  set(tutti_cuda_FOUND TRUE)
+endif()
+
+# --- NCCL --------------------------------------------------------------------------------------
+find_path(TUTTI_NCCL_INCLUDE_DIR nccl.h
+  HINTS ENV NCCL_HOME ENV NCCL_ROOT ${CUDAToolkit_INCLUDE_DIRS}
+  PATHS /usr/local/cuda
+  PATH_SUFFIXES include)
+find_library(TUTTI_NCCL_LIBRARY nccl
+  HINTS ENV NCCL_HOME ENV NCCL_ROOT ${CUDAToolkit_LIBRARY_DIR}
+  PATHS /usr/local/cuda
+  PATH_SUFFIXES lib lib64)
+mark_as_advanced(TUTTI_NCCL_INCLUDE_DIR TUTTI_NCCL_LIBRARY)
+set(tutti_nccl_FOUND FALSE)
+if(tutti_cuda_FOUND AND TUTTI_NCCL_INCLUDE_DIR AND TUTTI_NCCL_LIBRARY)
+  _tutti_define_backend(nccl tutti::cuda "${TUTTI_NCCL_LIBRARY}")
+  set_property(TARGET tutti::nccl PROPERTY INTERFACE_INCLUDE_DIRECTORIES "${TUTTI_NCCL_INCLUDE_DIR}")
+  set(tutti_nccl_FOUND TRUE)
+endif()
+
+# --- UCX ---------------------------------------------------------------------------------------
+set(tutti_ucx_FOUND FALSE)
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  set(_tutti_pc_global "")
+  if(_tutti_global)
+    set(_tutti_pc_global GLOBAL)
+  endif()
+  pkg_check_modules(TUTTI_UCX QUIET IMPORTED_TARGET ${_tutti_pc_global} ucx)
+  if(TUTTI_UCX_FOUND AND TARGET PkgConfig::TUTTI_UCX)
+    _tutti_define_backend(ucx PkgConfig::TUTTI_UCX)
+    set(tutti_ucx_FOUND TRUE)
+  endif()
+endif()
+if(NOT tutti_ucx_FOUND)
+  find_path(TUTTI_UCX_INCLUDE_DIR ucp/api/ucp.h HINTS ENV UCX_HOME ENV UCX_DIR PATH_SUFFIXES include)
+  foreach(_tutti_lib ucp uct ucs)
+    string(TOUPPER ${_tutti_lib} _tutti_LIB)
+    find_library(TUTTI_${_tutti_LIB}_LIBRARY ${_tutti_lib}
+      HINTS ENV UCX_HOME ENV UCX_DIR PATH_SUFFIXES lib lib64)
+    mark_as_advanced(TUTTI_${_tutti_LIB}_LIBRARY)
+  endforeach()
+  mark_as_advanced(TUTTI_UCX_INCLUDE_DIR)
+  if(TUTTI_UCX_INCLUDE_DIR AND TUTTI_UCP_LIBRARY AND TUTTI_UCT_LIBRARY AND TUTTI_UCS_LIBRARY)
+    _tutti_define_backend(ucx "${TUTTI_UCP_LIBRARY}" "${TUTTI_UCT_LIBRARY}" "${TUTTI_UCS_LIBRARY}")
+    set_property(TARGET tutti::ucx PROPERTY INTERFACE_INCLUDE_DIRECTORIES "${TUTTI_UCX_INCLUDE_DIR}")
+    set(tutti_ucx_FOUND TRUE)
+  endif()
+endif()
+
+# --- summary -----------------------------------------------------------------------------------
+set(TUTTI_OPTIONAL_BACKENDS_FOUND "")
+set(TUTTI_OPTIONAL_BACKENDS_NOT_FOUND "")
+foreach(_tutti_backend ucx nccl cuda)
+  if(tutti_${_tutti_backend}_FOUND)
+    list(APPEND TUTTI_OPTIONAL_BACKENDS_FOUND ${_tutti_backend})
+  else()
+    list(APPEND TUTTI_OPTIONAL_BACKENDS_NOT_FOUND ${_tutti_backend})
+  endif()
+endforeach()
+unset(_tutti_backend)
+unset(_tutti_lib)
+unset(_tutti_LIB)
+unset(_tutti_global)
+unset(_tutti_find_global)
+unset(_tutti_pc_global)
