@@ -275,6 +275,10 @@ TEST_CASE("half: infinities and NaNs") {
   CHECK(to_bits(std::bit_cast<float>(0x7fc00000u | (0x155u << 13))) == 0x7f55);
   CHECK(to_bits(std::bit_cast<float>(0xffa00000u)) == 0xff00);  // signalling -> quiet
   CHECK(from_bits(0x7e00) != from_bits(0x7e00));
+  // Widening keeps the payload and quiets signalling NaNs (IEEE convertFormat, like vcvtph2ps).
+  CHECK(fbits(from_bits(0x7c01)) == 0x7fc02000u);
+  CHECK(fbits(from_bits(0xfd55)) == 0xffeaa000u);
+  CHECK(fbits(from_bits(0x7fff)) == 0x7fffe000u);
 }
 
 TEST_CASE("half: random floats match the nearest-value search") {

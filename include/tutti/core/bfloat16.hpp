@@ -28,7 +28,8 @@ namespace tutti {
 
 // The scalar functions are branch-free and inline, so these loops vectorise. The fixed-size
 // inner block is for plain -O2: g++'s "very cheap" cost model there rejects a loop that would
-// need a scalar epilogue but takes a constant-trip one; the remainder (< 16) gets its own loop.
+// need a scalar epilogue but takes a constant-trip one. The remainder (< 16) loop counts up to
+// n % block rather than from i to n, which keeps -Waggressive-loop-optimizations from misfiring.
 inline void bfloat16_to_float_n(const std::uint16_t* in, float* out, std::size_t n) noexcept {
   constexpr std::size_t block = 16;
   const std::size_t full = n - n % block;

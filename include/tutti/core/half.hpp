@@ -29,8 +29,9 @@ namespace detail {
   const std::uint32_t em = hw & 0x7fffu;  // exponent and mantissa fields together
   // Normal: shift the fields into place and rebias the exponent from 15 to 127.
   const std::uint32_t normal = (em << 13) + (112u << 23);
-  // Inf/NaN: all-ones exponent, payload kept as is.
-  const std::uint32_t inf_nan = (em << 13) | 0x7f800000u;
+  // Inf/NaN: all-ones exponent, payload kept. Signalling NaNs come out quiet, as IEEE 754
+  // conversions (and F16C's vcvtph2ps) deliver them, so results match the hardware bit for bit.
+  const std::uint32_t inf_nan = (em << 13) | 0x7f800000u | (em > 0x7c00u ? 0x00400000u : 0u);
   // Subnormal: the value is mantissa * 2^-24; the int->float conversion and the scaling are exact
   // and land in the normal float range, so no normalisation loop is needed.
   const std::uint32_t sub = std::bit_cast<std::uint32_t>(
@@ -77,7 +78,8 @@ namespace detail {
 
 // The scalar functions are branch-free and inline, so these loops vectorise. The fixed-size
 // inner block is for plain -O2: g++'s "very cheap" cost model there rejects a loop that would
-// need a scalar epilogue but takes a constant-trip one; the remainder (< 16) gets its own loop.
+// need a scalar epilogue but takes a constant-trip one. The remainder (< 16) loop counts up to
+// n % block rather than from i to n, which keeps -Waggressive-loop-optimizations from misfiring.
 inline void half_to_float_n(const std::uint16_t* in, float* out, std::size_t n) noexcept {
   constexpr std::size_t block = 16;
   const std::size_t full = n - n % block;

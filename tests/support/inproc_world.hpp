@@ -1,0 +1,31 @@
+//! @file inproc_world.hpp  Test setup: a communicator whose ranks are threads (transport::inproc).
+//! Conformance suites are templated on a setup like this one; a shm or ucx setup with the same
+//! `run` signature runs the same suites.
+#pragma once
+#include <exception>
+#include <string>
+#include <utility>
+
+#include <tutti/communicator.hpp>
+#include <tutti/transport/inproc.hpp>
+
+namespace tutti::testing {
+
+template <class Algorithm>
+struct inproc_world {
+  using communicator_type = communicator<transport::inproc, Algorithm>;
+  static constexpr const char* name = "inproc";
+
+  //! Runs fn(comm) on every rank; rethrows the lowest rank's failure after all ranks finish.
+  template <class F>
+  static void run(int world, F&& fn, communicator_options options = communicator_options::from_env()) {
+    auto errors = transport::inproc::run(world, [&](transport::inproc& t) {
+      communicator_type comm(t, options);
+      fn(comm);
+    });
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+};
+
+}  // namespace tutti::testing
