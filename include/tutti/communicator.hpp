@@ -96,8 +96,11 @@ constexpr auto policies_with_role() {
   });
 }
 
+//! Stands in for a policy that was not given, so the static_assert naming the role is the only error.
 template <class Role>
-struct missing_policy {};  //!< stands in for a policy that was not given, to keep errors to one
+struct missing_policy {
+  struct request {};
+};
 
 //! The policy of `Role` among Ps (Default when there is none) and how many were given.
 template <class Role, class Default, class... Ps>
@@ -110,6 +113,7 @@ struct pick {
 template <class... Ps>
 struct sorted_policies {
   static constexpr bool all_policies = (check_is_policy<Ps>::value && ...);
+  static_assert(all_policies, "tutti::communicator<...>: a template argument is not a tutti policy (see above)");
 
   using transport_pick = pick<role::transport, missing_policy<role::transport>, Ps...>;
   using algorithm_pick = pick<role::algorithm, missing_policy<role::algorithm>, Ps...>;

@@ -1,0 +1,250 @@
+//! Ranks that disagree about a collective get tutti::mismatch on every rank, naming both values,
+//! before any data moves; the communicator stays usable afterwards.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <tutti/tutti.hpp>
+
+namespace {
+
+using comm_t = tutti::communicator<tutti::transport::inproc, tutti::algorithm::ring>;
+
+struct outcome {
+  std::vector<std::string> messages;  //!< per rank: what() of what it threw, "" when nothing
+  std::vector<int> kinds;             //!< 0 none, 1 mismatch, 2 invalid_argument, 3 timeout, 4 peer_lost, 5 other
+};
+
+//! Runs body(comm) on `world` ranks, then a correct allreduce to prove the communicator still works.
+outcome run(int world, const std::function<void(comm_t&)>& body, bool check_after = true) {
+  outcome out{std::vector<std::string>(world), std::vector<int>(world, 0)};
+  auto opts = tutti::communicator_options::from_env();
+  opts.timeout = std::chrono::seconds(20);
+  auto errors = tutti::transport::inproc::run(world, [&](tutti::transport::inproc& t) {
+    comm_t comm(t, opts);
+    const auto r = static_cast<std::size_t>(comm.rank());
+    try {
+      body(comm);
+    } catch (const tutti::mismatch& e) {
+      out.messages[r] = e.what(), out.kinds[r] = 1;
+    } catch (const tutti::invalid_argument& e) {
+      out.messages[r] = e.what(), out.kinds[r] = 2;
+    }
+    if (check_after) {
+      std::vector<int> v(5, 1);
+      comm.allreduce(v, tutti::op::sum);
+      REQUIRE(v[4] == comm.size());
+    }
+  });
+  for (auto& e : errors) REQUIRE_FALSE(e);
+  return out;
+}
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("different counts: every rank gets mismatch naming both counts; buffers untouched") {
+  for (int world : {2, 3, 5}) {
+    auto out = run(world, [](comm_t& comm) {
+      std::vector<float> v(comm.rank() == comm.size() - 1 ? 6 : 7, 1.5f);
+      const auto before = v;
+      try {
+        comm.allreduce(v, tutti::op::sum);
+      } catch (...) {
+        CHECK(v == before);  // never corrupted output
+        throw;
+      }
+    });
+    for (int r = 0; r < world; ++r) {
+      INFO("rank ", r, ": ", out.messages[r]);
+      CHECK(out.kinds[r] == 1);
+      CHECK(contains(out.messages[r], "rank " + std::to_string(r) + ": allreduce"));
+      CHECK(contains(out.messages[r], "count=7"));
+      CHECK(contains(out.messages[r], "count=6"));
+      CHECK(contains(out.messages[r], "rank " + std::to_string(world - 1) + " has count=6"));
+    }
+  }
+}
+
+TEST_CASE("different dtypes: mismatch naming both dtypes") {
+  auto out = run(3, [](comm_t& comm) {
+    if (comm.rank() == 1) {
+      std::vector<double> v(4, 1.0);
+      comm.allreduce(v, tutti::op::sum);
+    } else {
+      std::vector<float> v(4, 1.0f);
+      comm.allreduce(v, tutti::op::sum);
+    }
+  });
+  for (int r = 0; r < 3; ++r) {
+    INFO(out.messages[r]);
+    CHECK(out.kinds[r] == 1);
+    CHECK(contains(out.messages[r], "rank 0 has dtype=float, rank 1 has dtype=double"));
+  }
+}
+
+TEST_CASE("different ops: mismatch naming both ops") {
+  auto out = run(4, [](comm_t& comm) {
+    std::vector<int> v(4, 1);
+    comm.allreduce(v, comm.rank() == 2 ? tutti::op::max : tutti::op::sum);
+  });
+  for (int r = 0; r < 4; ++r) {
+    INFO(out.messages[r]);
+    CHECK(out.kinds[r] == 1);
+    CHECK(contains(out.messages[r], "rank 0 has op=sum, rank 2 has op=max"));
+  }
+}
+
+TEST_CASE("different broadcast roots: mismatch naming both roots") {
+  auto out = run(3, [](comm_t& comm) {
+    std::vector<int> v(4, 1);
+    comm.broadcast(v, comm.rank() == 0 ? 0 : 1);
+  });
+  for (int r = 0; r < 3; ++r) {
+    INFO(out.messages[r]);
+    CHECK(out.kinds[r] == 1);
+    CHECK(contains(out.messages[r], "rank 0 has root=0, rank 1 has root=1"));
+  }
+}
+
+TEST_CASE("a rank calling a different collective: mismatch naming both collectives") {
+  auto out = run(3, [](comm_t& comm) {
+    std::vector<int> v(4, 1);
+    if (comm.rank() == 2) comm.broadcast(v, 0);
+    else comm.allreduce(v, tutti::op::sum);
+  });
+  for (int r = 0; r < 3; ++r) {
+    INFO(out.messages[r]);
+    CHECK(out.kinds[r] == 1);
+    CHECK(contains(out.messages[r], "rank 0 has allreduce #1, rank 2 has broadcast #1"));
+  }
+}
+
+TEST_CASE("a rank that skipped a collective is named by its sequence number") {
+  auto out = run(2, [](comm_t& comm) {
+    std::vector<int> v(4, 1);
+    if (comm.rank() == 0) {
+      comm.allreduce(v, tutti::op::sum);  // pairs with rank 1's barrier: a mismatch, then...
+    } else {
+      comm.barrier();
+    }
+  });
+  CHECK(out.kinds[0] == 1);
+  CHECK(contains(out.messages[0], "rank 0 has allreduce #1, rank 1 has barrier #1"));
+  CHECK(out.kinds[1] == 1);
+}
+
+TEST_CASE("a rank that refuses its own arguments: it says why, the others name it") {
+  auto out = run(3, [](comm_t& comm) {
+    std::vector<float> in(8, 1.0f), out_buf(comm.rank() == 1 ? 9 : 8);
+    comm.allreduce(in, out_buf, tutti::op::sum);
+  });
+  CHECK(out.kinds[1] == 2);
+  CHECK(contains(out.messages[1], "rank 1: allreduce #1: send has 8 elements but recv has 9"));
+  for (int r : {0, 2}) {
+    INFO(out.messages[r]);
+    CHECK(out.kinds[r] == 2);
+    CHECK(contains(out.messages[r], "rank 1 refused its arguments"));
+  }
+}
+
+TEST_CASE("bad arguments are refused with the offending value") {
+  struct bad_case {
+    const char* what;
+    std::function<void(comm_t&)> call;
+  };
+  const std::vector<bad_case> cases = {
+      {"root 3 is outside [0, 2)", [](comm_t& c) { std::vector<int> v(2); c.broadcast(v, 3); }},
+      {"root -1 is outside [0, 2)", [](comm_t& c) { std::vector<int> v(2); c.broadcast(v, -1); }},
+      {"send has 5 elements but must have world_size (2) x recv count (3)",
+       [](comm_t& c) { std::vector<int> in(5), out(3); c.reduce_scatter(in, out, tutti::op::sum); }},
+      {"recv has 5 elements but must have world_size (2) x send count (3)",
+       [](comm_t& c) { std::vector<int> in(3), out(5); c.allgather(in, out); }},
+      {"null buffer with a non-zero count",
+       [](comm_t& c) { c.allreduce(tutti::tensor_view(nullptr, 4, tutti::dtype::f32), tutti::op::sum); }},
+      {"send dtype float differs from recv dtype int32",
+       [](comm_t& c) { std::vector<float> in(2); std::vector<int> out(2); c.allreduce(in, out, tutti::op::sum); }},
+      {"overlap without being the in-place layout",
+       [](comm_t& c) {
+         std::vector<float> v(10);
+         c.allreduce(tutti::const_tensor_view(v.data(), 6, tutti::dtype::f32),
+                     tutti::tensor_view(v.data() + 2, 6, tutti::dtype::f32), tutti::op::sum);
+       }},
+      {"op value 9 is not a tutti::op",
+       [](comm_t& c) { std::vector<float> v(2); c.allreduce(v, static_cast<tutti::op>(9)); }},
+  };
+  for (const auto& bc : cases) {
+    auto out = run(2, bc.call);
+    for (int r = 0; r < 2; ++r) {
+      INFO(bc.what, " | rank ", r, ": ", out.messages[r]);
+      CHECK(out.kinds[r] == 2);
+      CHECK(contains(out.messages[r], "rank " + std::to_string(r) + ": "));
+      CHECK(contains(out.messages[r], bc.what));
+    }
+  }
+}
+
+TEST_CASE("a rank that never enters the collective: the others time out, not hang") {
+  auto opts = tutti::communicator_options::from_env();
+  opts.timeout = std::chrono::milliseconds(300);
+  std::atomic<bool> release{false};
+  std::vector<std::string> what(3);
+  const auto start = std::chrono::steady_clock::now();
+  auto errors = tutti::transport::inproc::run(3, [&](tutti::transport::inproc& t) {
+    comm_t comm(t, opts);
+    if (comm.rank() == 2) {  // alive but busy elsewhere
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return;
+    }
+    std::vector<int> v(4, 1);
+    try {
+      comm.allreduce(v, tutti::op::sum);
+    } catch (const tutti::timeout& e) {
+      what[static_cast<std::size_t>(comm.rank())] = e.what();
+    } catch (const tutti::peer_lost& e) {  // the other waiting rank timed out first and left
+      what[static_cast<std::size_t>(comm.rank())] = std::string("peer_lost: ") + e.what();
+    }
+    if (comm.rank() == 0) release.store(true);
+  });
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (auto& e : errors) CHECK_FALSE(e);
+  CHECK(elapsed < 5.0);
+  for (int r : {0, 1}) {
+    INFO(what[static_cast<std::size_t>(r)]);
+    CHECK(contains(what[static_cast<std::size_t>(r)], "rank " + std::to_string(r) + ": allreduce #1"));
+  }
+  CHECK((contains(what[0], "did not complete before the deadline") || contains(what[1], "did not complete before the deadline")));
+}
+
+TEST_CASE("a rank that dies mid-job: every survivor gets peer_lost naming it, quickly") {
+  std::vector<int> lost(4, -1);
+  const auto start = std::chrono::steady_clock::now();
+  auto errors = tutti::transport::inproc::run(4, [&](tutti::transport::inproc& t) {
+    comm_t comm(t);  // default TUTTI_TIMEOUT: the test proves we do not wait for it
+    std::vector<float> v(1 << 16, 1.0f);
+    comm.allreduce(v, tutti::op::sum);
+    if (comm.rank() == 3) throw std::runtime_error("rank 3 crashes");
+    try {
+      comm.allreduce(v, tutti::op::sum);
+    } catch (const tutti::peer_lost& e) {
+      lost[static_cast<std::size_t>(comm.rank())] = e.peer();
+      // later calls refuse at once instead of touching a half-finished state
+      CHECK_THROWS_AS(comm.allreduce(v, tutti::op::sum), tutti::error);
+    }
+  });
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(elapsed < 5.0);
+  CHECK(errors[3] != nullptr);
+  for (int r = 0; r < 3; ++r) {
+    CHECK_FALSE(errors[static_cast<std::size_t>(r)]);
+    // the survivor learns of rank 3 directly, or of a survivor that itself gave up on rank 3
+    CHECK(lost[static_cast<std::size_t>(r)] >= 0);
+  }
+  CHECK(std::count(lost.begin(), lost.end(), 3) >= 1);
+}
