@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what building and testing tutti needs, and nothing twice: Debian packages through apt
+# (only those missing), Python tools through pip (only those missing). Safe to run again.
+set -euo pipefail
+
+apt_packages=(g++ cmake make pkg-config libboost-dev doctest-dev)
+pip_packages=(conan)
+
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "tutti: installing Debian packages: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+python=${PYTHON:-python3}
+for p in "${pip_packages[@]}"; do
+  if ! "$python" -m pip show -q "$p" >/dev/null 2>&1; then
+    echo "tutti: installing Python package: $p"
+    "$python" -m pip install -q --disable-pip-version-check "$p"
+  fi
+done
+# pyenv puts console scripts behind shims that exist only after a rehash.
+command -v pyenv >/dev/null 2>&1 && pyenv rehash >/dev/null 2>&1 || true
+echo "tutti: dependencies present"

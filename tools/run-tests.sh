@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh checkout: installs dependencies, configures, builds on all
+# cores and runs every CTest test (unit, conformance, compile-fail and packaging tests).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${TUTTI_BUILD_DIR:-$here/build}
+jobs=${TUTTI_JOBS:-$(nproc)}
+
+"$here/tools/install-deps.sh"
+start=$(date +%s)
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release
+cmake --build "$build" -j "$jobs"
+echo "tutti: build took $(( $(date +%s) - start )) s"
+ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
+echo "tutti: build and tests took $(( $(date +%s) - start )) s"
