@@ -19,7 +19,12 @@ function(tutti_add_compile_fail_test name source regex)
   endif()
   get_filename_component(source "${source}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
   if(NOT EXISTS "${source}")
-    message(FATAL_ERROR "tutti_add_compile_fail_test(${name} ...): no such source '${source}'")
+    set(hint "")
+    if(name MATCHES "[ \t]")
+      string(CONCAT hint "\n(a name with spaces: was a ';' inside a list element taken as a "
+                         "separator? In a regex, write it as [;].)")
+    endif()
+    message(FATAL_ERROR "tutti_add_compile_fail_test(${name} ...): no such source '${source}'${hint}")
   endif()
 
   # Include directories: tutti's, Boost's, the caller's; the compiler's own ones left out

@@ -394,7 +394,8 @@ class communicator {
     const int n = size(), me = rank();
     if (n == 1) return;
     descriptors_.resize(static_cast<std::size_t>(n));
-    requests_.assign(2 * static_cast<std::size_t>(n), {});
+    requests_.clear();
+    requests_.resize(2 * static_cast<std::size_t>(n));
     descriptors_[static_cast<std::size_t>(me)] = mine;
     for (int p = 0; p < n; ++p) {
       if (p == me) continue;

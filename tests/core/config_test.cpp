@@ -57,7 +57,7 @@ constexpr const char* launcher_vars[] = {
     "TUTTI_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE",
     "TUTTI_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK",
     "TUTTI_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE",
-    "LOCAL_WORLD_SIZE", "TUTTI_JOB_ID"};
+    "LOCAL_WORLD_SIZE", "TUTTI_JOB_ID", "TORCHELASTIC_RUN_ID", "GROUP_RANK", "SLURM_JOB_ID"};
 
 void clear_launcher_env(env_guard& g) {
   for (const char* v : launcher_vars) g.unset(v);
@@ -166,10 +166,11 @@ TEST_CASE("config::bytes: plain numbers and K/M/G binary suffixes") {
       {"3g", std::size_t{3} << 30},
       {"1K", 1024},
   };
-  for (const auto& [text, value] : cases) {
+  for (const auto& c : cases) {
+    const char* text = c.first;  // (not a structured binding: clang 14 cannot capture those in CAPTURE)
     CAPTURE(text);
     g.set("TUTTI_TEST_BYTES", text);
-    CHECK(bytes("TUTTI_TEST_BYTES", 123, 0, big) == value);
+    CHECK(bytes("TUTTI_TEST_BYTES", 123, 0, big) == c.second);
   }
   // Bounds are inclusive and apply after the suffix.
   g.set("TUTTI_TEST_BYTES", "1M");
@@ -360,6 +361,57 @@ TEST_CASE("rank_info_from_env: torchrun RANK / WORLD_SIZE / LOCAL_RANK / LOCAL_W
   info = tutti::rank_info_from_env();
   CHECK(info.rank == 0);
   CHECK(info.world_size == 2);
+}
+
+TEST_CASE("rank_info_from_env: PMI (MPICH / Hydra) and Slurm variables") {
+  env_guard g;
+  clear_launcher_env(g);
+  g.set("PMI_RANK", "3");
+  g.set("PMI_SIZE", "7");
+  g.set("MPI_LOCALRANKID", "1");
+  g.set("MPI_LOCALNRANKS", "3");
+  tutti::rank_info info = tutti::rank_info_from_env();
+  CHECK(info.rank == 3);
+  CHECK(info.world_size == 7);
+  CHECK(info.local_rank == 1);
+  CHECK(info.local_size == 3);
+
+  env_guard s;
+  clear_launcher_env(s);
+  s.set("SLURM_PROCID", "4");
+  s.set("SLURM_NTASKS", "6");
+  s.set("SLURM_LOCALID", "0");
+  s.set("SLURM_NTASKS_PER_NODE", "2");
+  info = tutti::rank_info_from_env();
+  CHECK(info.rank == 4);
+  CHECK(info.world_size == 6);
+  CHECK(info.local_rank == 0);
+  CHECK(info.local_size == 2);
+}
+
+TEST_CASE("rank_info_from_env: torchrun workers started by srun take their rank from torchrun, not from Slurm") {
+  // `srun --nodes=2 --ntasks-per-node=1 torchrun --nproc-per-node=8 train.py`, the usual multi-node
+  // recipe: Slurm's variables describe the torchrun agent (task 1 of 2 on this node), torchrun's
+  // describe this worker (rank 9 of 16, 1 of 8 on this node). Reading Slurm's would give every
+  // worker on a node the same rank, with a description that still validates.
+  env_guard g;
+  clear_launcher_env(g);
+  g.set("SLURM_JOB_ID", "4242");
+  g.set("SLURM_PROCID", "1");
+  g.set("SLURM_NTASKS", "2");
+  g.set("SLURM_LOCALID", "0");
+  g.set("SLURM_NTASKS_PER_NODE", "1");
+  g.set("TORCHELASTIC_RUN_ID", "4242");
+  g.set("GROUP_RANK", "1");
+  g.set("RANK", "9");
+  g.set("WORLD_SIZE", "16");
+  g.set("LOCAL_RANK", "1");
+  g.set("LOCAL_WORLD_SIZE", "8");
+  const tutti::rank_info info = tutti::rank_info_from_env();
+  CHECK(info.rank == 9);
+  CHECK(info.world_size == 16);
+  CHECK(info.local_rank == 1);
+  CHECK(info.local_size == 8);
 }
 
 TEST_CASE("rank_info_from_env: inconsistent or malformed values throw invalid_argument naming the value") {

@@ -347,6 +347,61 @@ TEST_CASE("inproc: receiving from a rank that returned without sending gives pee
   CHECK(what_of(errors[1]).find("rank 0") != std::string::npos);
 }
 
+TEST_CASE("inproc: test() polling on a lost peer throws peer_lost too") {
+  int lost_peer = -1;
+  double elapsed = -1;
+  auto errors = inproc::run(2, [&](inproc& t) {
+    if (t.rank() == 1) return;  // leaves without sending
+    std::uint32_t x = 0;
+    auto r = t.recv(1, 1, &x, 4);
+    const auto t0 = clock_type::now();
+    try {
+      while (!t.test(r)) {
+        if (seconds_since(t0) > 10) throw std::runtime_error("test() never reported the lost peer");
+        std::this_thread::yield();
+      }
+    } catch (const tutti::peer_lost& e) {
+      lost_peer = e.peer();
+      elapsed = seconds_since(t0);
+      throw;
+    }
+  });
+  CHECK(holds<tutti::peer_lost>(errors[0]));
+  CHECK_FALSE(errors[1]);
+  CHECK(lost_peer == 1);
+  CHECK(elapsed < 2.0);
+}
+
+TEST_CASE("inproc: sends a rank never waited on are withdrawn when it leaves; the peer gets peer_lost") {
+  // The buffer outlives the run, so only the transport decides whether the bytes may still be read.
+  const std::uint64_t abandoned = 0x1122334455667788ull;
+  std::uint64_t got = 0;
+  bool lost_first = false, lost_second = false;
+  auto errors = inproc::run(2, [&](inproc& t) {
+    if (t.rank() == 0) {
+      (void)t.send(1, 1, &abandoned, 8);  // posted, never waited on
+      return;
+    }
+    std::uint64_t probe = 0;
+    auto until_gone = t.recv(0, 2, &probe, 8);  // completes only by peer_lost, once rank 0 has left
+    try {
+      t.wait(until_gone, tutti::deadline::after(30s));
+    } catch (const tutti::peer_lost&) {
+      lost_first = true;
+    }
+    auto r = t.recv(0, 1, &got, 8);
+    try {
+      t.wait(r, tutti::deadline::after(30s));
+    } catch (const tutti::peer_lost&) {
+      lost_second = true;
+    }
+  });
+  check_all_ok(errors);
+  CHECK(lost_first);
+  CHECK(lost_second);
+  CHECK(got == 0);
+}
+
 TEST_CASE("inproc: every rank waiting on a lost peer hears of it, for sends as well as receives") {
   std::vector<int> lost(4, -1);
   std::vector<double> elapsed(4, -1);
@@ -390,15 +445,16 @@ TEST_CASE("inproc: a rank that throws is reported by run() and its peers see pee
 }
 
 TEST_CASE("inproc: a receive nobody answers times out at the deadline while the peer is alive") {
-  std::atomic<bool> release{false};
+  std::atomic<bool> release{false}, sent{false};
   double elapsed = -1;
   std::string message;
-  std::uint32_t late = 0, stale = 0xdeadbeef;
+  std::uint32_t late = 0, stale = 0xdeadbeef, stale_after_late_send = 0;
   auto errors = inproc::run(2, [&](inproc& t) {
     if (t.rank() == 1) {
       await(release);  // alive, but silent until rank 0 has timed out
       const std::uint32_t v = 1234;
       auto s = t.send(0, 8, &v, 4);
+      sent = true;
       t.wait(s, soon());
       return;
     }
@@ -411,7 +467,11 @@ TEST_CASE("inproc: a receive nobody answers times out at the deadline while the 
       message = e.what();
     }
     release = true;
-    // The timed-out receive was withdrawn: the late message matches this new one, not the old buffer.
+    // The timed-out receive was withdrawn: the late message must not land in its buffer, and it
+    // waits for (then matches) a new receive.
+    await(sent);
+    std::this_thread::sleep_for(30ms);
+    stale_after_late_send = stale;
     auto again = t.recv(1, 8, &late, 4);
     t.wait(again, soon());
   });
@@ -420,6 +480,7 @@ TEST_CASE("inproc: a receive nobody answers times out at the deadline while the 
   CHECK(elapsed < 2.0);
   CHECK(message.find("rank 1") != std::string::npos);
   CHECK(late == 1234);
+  CHECK(stale_after_late_send == 0xdeadbeef);
   CHECK(stale == 0xdeadbeef);
 }
 

@@ -13,6 +13,7 @@ struct rank_info {
   int local_rank = 0;    //!< index among the ranks on this node
   int local_size = 1;    //!< number of ranks on this node
   std::string job_id;    //!< unique per launch; names shared resources so jobs never collide
+  std::string launcher = "none";  //!< whose variables described this rank (for logs and errors)
 
   //! Throws invalid_argument when the description is inconsistent.
   void validate() const {
@@ -30,41 +31,58 @@ struct rank_info {
 };
 
 namespace detail {
-inline bool first_set(const char* const* names, int n, long long fallback, long long& out, long long hi) {
-  for (int i = 0; i < n; ++i) {
-    if (config::raw(names[i])) {
-      out = config::integer(names[i], fallback, 0, hi);
-      return true;
-    }
-  }
-  return false;
+
+//! One launcher's variables. All four fields come from the same launcher: mixing them (rank from
+//! torchrun, world size from Slurm) yields descriptions that validate and are wrong.
+struct launcher_vars {
+  const char* name;
+  const char* marker;  //!< set only by this launcher (nullptr: the rank/size variables themselves)
+  const char* rank;
+  const char* size;
+  const char* local_rank;
+  const char* local_size;  //!< nullptr when the launcher has no plain-integer variable for it
+};
+
+// Order matters: torchrun started by srun or mpirun sees its launcher's variables too, but its
+// own describe the worker, so it is recognised (by TORCHELASTIC_RUN_ID) before them.
+inline constexpr launcher_vars launchers[] = {
+    {"tutti-run", nullptr, "TUTTI_RANK", "TUTTI_WORLD_SIZE", "TUTTI_LOCAL_RANK", "TUTTI_LOCAL_SIZE"},
+    {"torchrun", "TORCHELASTIC_RUN_ID", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    {"Open MPI", nullptr, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"PMI", nullptr, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+    {"Slurm", nullptr, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
+    {"torchrun", nullptr, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+};
+
+inline bool launcher_present(const launcher_vars& l) {
+  if (l.marker) return config::raw(l.marker).has_value();
+  return config::raw(l.rank) || config::raw(l.size);
 }
+
 }  // namespace detail
 
-//! Reads the rank description from the launcher's environment: tutti-run (TUTTI_*), Open MPI
-//! (OMPI_COMM_WORLD_*), PMI (PMI_RANK/PMI_SIZE), Slurm (SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID)
-//! and torchrun (RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE), in that order of preference.
-//! Without any of them the process is rank 0 of a world of 1.
+//! Reads the rank description from the launcher's environment: tutti-run (TUTTI_*), torchrun
+//! (RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_*), PMI
+//! (PMI_RANK/PMI_SIZE, MPICH's MPI_LOCALRANKID/MPI_LOCALNRANKS) and Slurm (SLURM_PROCID/
+//! SLURM_NTASKS/SLURM_LOCALID/SLURM_NTASKS_PER_NODE). The first launcher found supplies every
+//! field. Without node-local variables all ranks are assumed to share one node. Without any
+//! launcher the process is rank 0 of a world of 1.
 [[nodiscard]] inline rank_info rank_info_from_env() {
   constexpr long long big = 1 << 24;
-  static const char* const rank_vars[] = {"TUTTI_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"};
-  static const char* const size_vars[] = {"TUTTI_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS",
-                                          "WORLD_SIZE"};
-  static const char* const lrank_vars[] = {"TUTTI_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                                           "SLURM_LOCALID", "LOCAL_RANK"};
-  static const char* const lsize_vars[] = {"TUTTI_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                                           "SLURM_NTASKS_PER_NODE", "LOCAL_WORLD_SIZE"};
-  long long r = 0, w = 1, lr = -1, ls = -1;
-  detail::first_set(rank_vars, 5, 0, r, big);
-  detail::first_set(size_vars, 5, 1, w, big);
-  const bool have_lr = detail::first_set(lrank_vars, 5, 0, lr, big);
-  const bool have_ls = detail::first_set(lsize_vars, 5, 1, ls, big);
   rank_info info;
-  info.rank = static_cast<int>(r);
-  info.world_size = static_cast<int>(w);
-  // Without node information every rank is assumed to share one node.
-  info.local_rank = have_lr ? static_cast<int>(lr) : info.rank;
-  info.local_size = have_ls ? static_cast<int>(ls) : info.world_size;
+  for (const auto& l : detail::launchers) {
+    if (!detail::launcher_present(l)) continue;
+    info.launcher = l.name;
+    info.rank = static_cast<int>(config::integer(l.rank, 0, 0, big));
+    info.world_size = static_cast<int>(config::integer(l.size, 1, 0, big));
+    const bool has_local_rank = config::raw(l.local_rank).has_value();
+    const bool has_local_size = l.local_size && config::raw(l.local_size).has_value();
+    info.local_rank = has_local_rank ? static_cast<int>(config::integer(l.local_rank, 0, 0, big)) : info.rank;
+    info.local_size = has_local_size ? static_cast<int>(config::integer(l.local_size, 1, 0, big))
+                                     : info.world_size;
+    break;
+  }
   info.job_id = config::raw("TUTTI_JOB_ID").value_or("");
   info.validate();
   return info;

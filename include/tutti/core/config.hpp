@@ -1,6 +1,7 @@
 //! @file config.hpp  Reading TUTTI_* environment variables, strictly: a bad value is an error, not a default.
 #pragma once
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
@@ -65,7 +66,8 @@ namespace tutti::config {
   const double s = std::strtod(v->c_str(), &end);
   if (end != v->c_str() + v->size() || !(s > 0) || s > 1e7)
     throw invalid_argument(std::string(name) + "='" + *v + "' is not a positive number of seconds");
-  return std::chrono::nanoseconds(static_cast<long long>(s * 1e9));
+  // Round up: a positive timeout must never become 0 ns, which would expire every wait at once.
+  return std::chrono::nanoseconds(static_cast<long long>(std::ceil(s * 1e9)));
 }
 
 //! A boolean: 1/0, true/false, on/off, yes/no.

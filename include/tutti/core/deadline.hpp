@@ -39,8 +39,10 @@ class backoff {
   void reset() noexcept { rounds_ = 0; }
 
  private:
-  static constexpr unsigned spin_rounds = 2000;
-  static constexpr unsigned yield_rounds = 2000;
+  // ~256 pauses is a few microseconds: long enough for a peer that is running on another core,
+  // short enough that an oversubscribed rank hands its core to the peer it waits for soon.
+  static constexpr unsigned spin_rounds = 256;
+  static constexpr unsigned yield_rounds = 20000;
   unsigned rounds_ = 0;
 };
 

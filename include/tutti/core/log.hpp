@@ -28,12 +28,13 @@ inline std::atomic<int>& log_threshold() {
 }  // namespace detail
 
 //! True when messages at `level` are printed; check it before building an expensive message.
-[[nodiscard]] inline bool log_enabled(log_level level) noexcept {
+//! The first call reads TUTTI_LOG and throws invalid_argument for a value that is not a level.
+[[nodiscard]] inline bool log_enabled(log_level level) {
   return static_cast<int>(level) <= detail::log_threshold().load(std::memory_order_relaxed);
 }
 
 //! Overrides TUTTI_LOG for this process (tests and tools).
-inline void set_log_level(log_level level) noexcept {
+inline void set_log_level(log_level level) {
   detail::log_threshold().store(static_cast<int>(level), std::memory_order_relaxed);
 }
 

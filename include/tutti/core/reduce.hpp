@@ -86,9 +86,11 @@ void reduce_dispatch(dtype t, void* out, const void* a, const void* b, std::size
 }
 
 template <class T> void divide_loop(void* buf, std::size_t n, int divisor) noexcept {
+  // Divide in a type that holds the rank count: int8 cannot hold 128 ranks, uint8 not 256.
+  using W = std::conditional_t<std::is_integral_v<T>, std::common_type_t<T, int>, T>;
   auto* p = static_cast<T*>(buf);
-  const T d = static_cast<T>(divisor);
-  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / d);
+  const W d = static_cast<W>(divisor);
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<W>(p[i]) / d);
 }
 
 template <void (*Widen)(const std::uint16_t*, float*, std::size_t),

@@ -18,9 +18,9 @@ struct basic_tensor_view {
 
   basic_tensor_view() = default;
   basic_tensor_view(Byte* d, std::size_t n, dtype t) noexcept : data(d), count(n), type(t) {}
-  template <class T>
+  template <class T, std::size_t Extent>
     requires(std::is_const_v<Byte> || !std::is_const_v<T>)
-  basic_tensor_view(std::span<T> s) noexcept  // NOLINT: implicit from a typed span is the point
+  basic_tensor_view(std::span<T, Extent> s) noexcept  // NOLINT: implicit from a typed span is the point
       : data(s.data()), count(s.size()), type(dtype_of<T>) {}
   //! a mutable view converts to a const one
   template <class B>

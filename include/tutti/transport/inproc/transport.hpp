@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tutti/core/deadline.hpp"
@@ -24,8 +25,18 @@ class inproc {
   static constexpr std::size_t max_outstanding = 1024;  //!< posted but not yet completed requests per rank
 
   //! Handle to a posted operation; empty once waited on (or tested complete).
+  //! Move-only, so one posted operation cannot be waited on (and released) twice.
   struct request {
     inproc_detail::op_state* op = nullptr;
+    request() = default;
+    explicit request(inproc_detail::op_state* o) noexcept : op(o) {}
+    request(request&& other) noexcept : op(std::exchange(other.op, nullptr)) {}
+    request& operator=(request&& other) noexcept {
+      op = std::exchange(other.op, nullptr);
+      return *this;
+    }
+    request(const request&) = delete;
+    request& operator=(const request&) = delete;
   };
 
   inproc(std::shared_ptr<fabric> f, int rank) : fabric_(std::move(f)), rank_(rank) {
@@ -58,14 +69,14 @@ class inproc {
     auto* op = acquire(peer, tag, bytes, true);
     op->src = data;
     fabric_->post_send(rank_, op);
-    return {op};
+    return request(op);
   }
 
   [[nodiscard]] request recv(int peer, std::uint64_t tag, void* data, std::size_t bytes) {
     auto* op = acquire(peer, tag, bytes, false);
     op->dst = data;
     fabric_->post_recv(rank_, op);
-    return {op};
+    return request(op);
   }
 
   [[nodiscard]] bool test(request& r) {
