@@ -209,6 +209,14 @@ class communicator {
     if (!transport_) throw invalid_argument("tutti::communicator: null transport");
   }
 
+  //! Builds the transport from the launcher's environment (tutti-run, mpirun, srun, torchrun),
+  //! for transports that can (`Transport::from_env()`), e.g. transport::shm.
+  [[nodiscard]] static communicator from_env(communicator_options options = communicator_options::from_env())
+    requires requires { transport_type::from_env(); }
+  {
+    return communicator(transport_type::from_env(), options);
+  }
+
   [[nodiscard]] int rank() const noexcept { return transport_->rank(); }
   [[nodiscard]] int size() const noexcept { return transport_->world_size(); }
   [[nodiscard]] const communicator_options& options() const noexcept { return options_; }

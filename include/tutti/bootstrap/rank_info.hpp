@@ -1,5 +1,8 @@
 //! @file rank_info.hpp  Who am I and who are my peers: rank, world and node-local placement.
 #pragma once
+#include <unistd.h>
+
+#include <cctype>
 #include <string>
 
 #include "tutti/core/config.hpp"
@@ -62,6 +65,22 @@ inline bool launcher_present(const launcher_vars& l) {
 
 }  // namespace detail
 
+//! The id that names this job's shared resources: TUTTI_JOB_ID (set by tutti-run), else the
+//! launcher's own job id (Open MPI, PMIx, Slurm job and step, torchrun), else the parent process
+//! id — ranks started together by one local launcher share their parent. Only [A-Za-z0-9_-] kept.
+[[nodiscard]] inline std::string job_id_from_env() {
+  std::string id;
+  if (auto v = config::raw("TUTTI_JOB_ID")) id = *v;
+  else if (auto v = config::raw("OMPI_MCA_ess_base_jobid")) id = "ompi-" + *v;
+  else if (auto v = config::raw("PMIX_NAMESPACE")) id = "pmix-" + *v;
+  else if (auto v = config::raw("SLURM_JOB_ID")) id = "slurm-" + *v + "-" + config::raw("SLURM_STEP_ID").value_or("0");
+  else if (auto v = config::raw("TORCHELASTIC_RUN_ID")) id = "torch-" + *v;
+  else id = "ppid-" + std::to_string(static_cast<long>(::getppid()));
+  for (char& c : id)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) c = '_';
+  return id;
+}
+
 //! Reads the rank description from the launcher's environment: tutti-run (TUTTI_*), torchrun
 //! (RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_*), PMI
 //! (PMI_RANK/PMI_SIZE, MPICH's MPI_LOCALRANKID/MPI_LOCALNRANKS) and Slurm (SLURM_PROCID/
@@ -83,7 +102,7 @@ inline bool launcher_present(const launcher_vars& l) {
                                      : info.world_size;
     break;
   }
-  info.job_id = config::raw("TUTTI_JOB_ID").value_or("");
+  info.job_id = job_id_from_env();
   info.validate();
   return info;
 }

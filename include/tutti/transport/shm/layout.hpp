@@ -1,0 +1,59 @@
+//! @file layout.hpp  What lives in a rank's segment: its header and one inbound channel per peer.
+//!
+//! Rank r's segment holds, for every sender s, a ring of fixed-size slots that only s writes and
+//! only r reads (single producer, single consumer: no locks, one release store per fragment).
+//! A message is cut into slot-sized fragments, so large messages pipeline through the ring while
+//! small ones cost one slot. The receiver publishes how many fragments it consumed; the sender
+//! reuses a slot only after that.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace tutti::transport::shm_detail {
+
+inline constexpr std::uint64_t segment_magic = 0x316d737474747574ull;  // "tuttsm1" + version
+inline constexpr std::size_t line = 64;
+
+struct alignas(line) segment_header {
+  std::atomic<std::uint64_t> magic;  //!< written last by the creator: the segment is initialised
+  std::uint32_t world_size;
+  std::uint32_t rank;
+  std::int32_t pid;                  //!< the owner, for liveness checks
+  std::uint32_t slots;               //!< slots per channel
+  std::uint64_t slot_bytes;          //!< payload bytes per slot
+  alignas(line) std::atomic<std::uint32_t> attached;  //!< peers that have mapped this segment
+  alignas(line) std::atomic<std::uint32_t> gone;      //!< the owner left or aborted
+};
+
+//! Consumer-side progress of one channel, in the receiver's segment.
+struct alignas(line) channel_control {
+  std::atomic<std::uint64_t> consumed;  //!< fragments the receiver has taken out
+};
+
+//! Precedes each slot's payload. `seq` is the fragment's sequence number + 1 once the slot is full.
+struct alignas(line) slot_header {
+  std::atomic<std::uint64_t> seq;
+  std::uint64_t tag;
+  std::uint64_t message_bytes;  //!< the whole message's size (every fragment carries it)
+  std::uint32_t bytes;          //!< this fragment's payload
+  std::uint32_t first;          //!< 1 on the first fragment of a message
+};
+
+//! Byte offsets inside a segment, identical in every rank of a job.
+struct layout {
+  std::size_t world_size;
+  std::size_t slots;
+  std::size_t slot_bytes;
+
+  [[nodiscard]] std::size_t slot_stride() const noexcept { return sizeof(slot_header) + slot_bytes; }
+  [[nodiscard]] std::size_t control_offset(std::size_t sender) const noexcept {
+    return sizeof(segment_header) + sender * sizeof(channel_control);
+  }
+  [[nodiscard]] std::size_t ring_offset(std::size_t sender) const noexcept {
+    return sizeof(segment_header) + world_size * sizeof(channel_control) + sender * slots * slot_stride();
+  }
+  [[nodiscard]] std::size_t total_bytes() const noexcept { return ring_offset(world_size); }
+};
+
+}  // namespace tutti::transport::shm_detail

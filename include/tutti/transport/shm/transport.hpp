@@ -1,0 +1,439 @@
+//! @file transport.hpp  transport::shm — ranks are processes on one host, talking through
+//! shared memory.
+//!
+//! Bootstrap: each rank creates its own segment (/dev/shm/tutti-<job>-<rank>, mode 0600) holding
+//! one inbound ring per peer, maps every peer's segment, and unlinks its own name as soon as all
+//! peers have mapped it. From then on nothing is left in /dev/shm, whatever happens to the job.
+//!
+//! Progress: send/recv only queue an operation; test/wait drive every queued operation of this
+//! rank (copy fragments into peers' rings, drain fragments out of ours), so a rank waiting on a
+//! receive still pushes its own sends and no progress thread is needed. Waits spin, then yield,
+//! then sleep, and check the peer's liveness (its "gone" flag, and a pidfd that becomes readable
+//! when the process dies) so a killed peer is reported within milliseconds.
+#pragma once
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "tutti/bootstrap/rank_info.hpp"
+#include "tutti/core/config.hpp"
+#include "tutti/core/deadline.hpp"
+#include "tutti/core/error.hpp"
+#include "tutti/core/policy.hpp"
+#include "tutti/transport/concepts.hpp"
+#include "tutti/transport/shm/layout.hpp"
+#include "tutti/transport/shm/segment.hpp"
+
+namespace tutti::transport {
+
+//! Ring geometry; every rank of a job must use the same (checked at bootstrap).
+struct shm_options {
+  std::size_t slots = 16;                //!< TUTTI_SHM_SLOTS: fragments in flight per pair of ranks
+  std::size_t slot_bytes = 64 << 10;     //!< TUTTI_SHM_SLOT_BYTES: fragment size
+  std::chrono::nanoseconds bootstrap_timeout = std::chrono::seconds(300);  //!< TUTTI_TIMEOUT
+
+  [[nodiscard]] static shm_options from_env() {
+    shm_options o;
+    o.slots = static_cast<std::size_t>(config::integer("TUTTI_SHM_SLOTS", static_cast<long long>(o.slots), 2, 4096));
+    o.slot_bytes = config::bytes("TUTTI_SHM_SLOT_BYTES", o.slot_bytes, 64, std::size_t{64} << 20);
+    o.slot_bytes = (o.slot_bytes + 63) & ~std::size_t{63};
+    o.bootstrap_timeout = config::timeout();
+    return o;
+  }
+};
+
+class shm {
+ public:
+  using tutti_role = role::transport;
+  static constexpr transport_traits traits{.intra_node = true, .device_memory = false, .one_sided = false};
+  static constexpr const char* name = "shm";
+  static constexpr std::size_t max_outstanding = 1024;
+
+ private:
+  enum status : int { op_free, op_pending, op_done, op_failed };
+  struct op_state {
+    int status = op_free;
+    bool is_send = false;
+    bool started = false;  //!< first fragment written / read
+    int peer = -1;
+    std::uint64_t tag = 0;
+    const std::byte* src = nullptr;
+    std::byte* dst = nullptr;
+    std::size_t bytes = 0;
+    std::size_t done = 0;  //!< payload bytes moved so far
+    op_state* next = nullptr;
+    std::string failure;
+  };
+  struct op_queue {
+    op_state* head = nullptr;
+    op_state* tail = nullptr;
+    void push(op_state* op) noexcept {
+      op->next = nullptr;
+      (tail ? tail->next : head) = op;
+      tail = op;
+    }
+    void pop() noexcept {
+      head = head->next;
+      if (!head) tail = nullptr;
+    }
+  };
+
+ public:
+  //! Move-only, so one operation cannot be waited on (and released) twice.
+  struct request {
+    op_state* op = nullptr;
+    request() = default;
+    explicit request(op_state* o) noexcept : op(o) {}
+    request(request&& other) noexcept : op(std::exchange(other.op, nullptr)) {}
+    request& operator=(request&& other) noexcept {
+      op = std::exchange(other.op, nullptr);
+      return *this;
+    }
+    request(const request&) = delete;
+    request& operator=(const request&) = delete;
+  };
+
+  //! Joins the job described by `info` (its job_id names the segments). Blocks until every peer
+  //! has created and mapped its segment, or throws timeout / peer_lost naming the missing peer.
+  explicit shm(const rank_info& info, shm_options options = shm_options::from_env())
+      : rank_(info.rank),
+        world_(info.world_size),
+        layout_{static_cast<std::size_t>(info.world_size), options.slots, options.slot_bytes},
+        bases_(static_cast<std::size_t>(info.world_size), nullptr),
+        peers_(static_cast<std::size_t>(info.world_size)),
+        pidfds_(static_cast<std::size_t>(info.world_size), -1),
+        next_liveness_check_(static_cast<std::size_t>(info.world_size)),
+        produced_(static_cast<std::size_t>(info.world_size), 0),
+        expected_(static_cast<std::size_t>(info.world_size), 0),
+        sends_(static_cast<std::size_t>(info.world_size)),
+        recvs_(static_cast<std::size_t>(info.world_size)),
+        pool_(std::make_unique<op_state[]>(max_outstanding)) {
+    info.validate();
+    if (info.job_id.empty())
+      throw invalid_argument("rank " + std::to_string(rank_) +
+                             ": transport::shm needs a job id (TUTTI_JOB_ID, set by tutti-run) to name its segments");
+    for (char c : info.job_id)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'))
+        throw invalid_argument("rank " + std::to_string(rank_) + ": job id '" + info.job_id +
+                               "' may only hold letters, digits, '-' and '_'");
+    free_.reserve(max_outstanding);
+    for (std::size_t i = max_outstanding; i-- > 0;) free_.push_back(&pool_[i]);
+    bootstrap(info.job_id, options.bootstrap_timeout);
+  }
+
+  //! Reads rank, world and job id from the launcher's environment (see rank_info_from_env).
+  [[nodiscard]] static std::unique_ptr<shm> from_env() { return std::make_unique<shm>(rank_info_from_env()); }
+
+  shm(const shm&) = delete;
+  shm& operator=(const shm&) = delete;
+
+  ~shm() {
+    abort();
+    for (int fd : pidfds_)
+      if (fd >= 0) ::close(fd);
+  }
+
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+  [[nodiscard]] int world_size() const noexcept { return world_; }
+
+  [[nodiscard]] request send(int peer, std::uint64_t tag, const void* data, std::size_t bytes) {
+    op_state* op = acquire(peer, tag, bytes, true);
+    op->src = static_cast<const std::byte*>(data);
+    sends_[static_cast<std::size_t>(peer)].push(op);
+    push(peer);  // small messages usually complete right here
+    return request(op);
+  }
+
+  [[nodiscard]] request recv(int peer, std::uint64_t tag, void* data, std::size_t bytes) {
+    op_state* op = acquire(peer, tag, bytes, false);
+    op->dst = static_cast<std::byte*>(data);
+    recvs_[static_cast<std::size_t>(peer)].push(op);
+    pull(peer);
+    return request(op);
+  }
+
+  [[nodiscard]] bool test(request& r) {
+    if (!r.op) return true;
+    progress();
+    if (r.op->status == op_pending) {
+      if (peer_gone(r.op->peer)) lost(r);
+      return false;
+    }
+    finish(r);
+    return true;
+  }
+
+  void wait(request& r, deadline until) {
+    if (!r.op) return;
+    backoff b;
+    for (;;) {
+      progress();
+      if (r.op->status != op_pending) return finish(r);
+      if (b.check_clock()) {
+        if (peer_gone(r.op->peer)) {
+          progress();  // what the peer sent before leaving is still in our rings
+          if (r.op->status != op_pending) return finish(r);
+          lost(r);
+        }
+        if (until.passed()) {
+          const std::string what = describe(*r.op) + " did not complete before the deadline (TUTTI_TIMEOUT)";
+          broken_ = what;  // a half-moved message leaves the stream unusable
+          throw timeout(what);
+        }
+      }
+      b.pause();
+    }
+  }
+
+  //! Fails every queued operation, raises this rank's "gone" flag so that peers waiting on it get
+  //! peer_lost, and leaves the transport unusable. Only this process ever touches the user buffers
+  //! of its operations, so nothing can write into them afterwards.
+  void abort() noexcept {
+    if (auto* h = header(rank_)) h->gone.store(1, std::memory_order_release);
+    if (broken_.empty()) broken_ = "rank " + std::to_string(rank_) + ": transport::shm was aborted";
+    for (auto* queues : {&sends_, &recvs_}) {
+      for (auto& q : *queues) {
+        while (q.head) {
+          q.head->failure = broken_;
+          q.head->status = op_failed;
+          q.pop();
+        }
+      }
+    }
+  }
+
+ private:
+  static std::string segment_name(const std::string& job, int rank) {
+    return "/tutti-" + job + "-" + std::to_string(rank);
+  }
+
+  shm_detail::segment_header* header(int r) const noexcept {
+    return bases_.empty() || !bases_[static_cast<std::size_t>(r)]
+               ? nullptr
+               : reinterpret_cast<shm_detail::segment_header*>(bases_[static_cast<std::size_t>(r)]);
+  }
+  shm_detail::channel_control* control(std::byte* base, int sender) const noexcept {
+    return reinterpret_cast<shm_detail::channel_control*>(base + layout_.control_offset(static_cast<std::size_t>(sender)));
+  }
+  shm_detail::slot_header* slot(std::byte* base, int sender, std::uint64_t seq) const noexcept {
+    return reinterpret_cast<shm_detail::slot_header*>(base + layout_.ring_offset(static_cast<std::size_t>(sender)) +
+                                                      (seq % layout_.slots) * layout_.slot_stride());
+  }
+
+  void bootstrap(const std::string& job, std::chrono::nanoseconds time_limit) {
+    using namespace shm_detail;
+    const auto until = deadline::after(time_limit);
+    own_ = segment::create(segment_name(job, rank_), layout_.total_bytes());
+    std::byte* base = own_.data();
+    // Construct the shared objects; peers see them only after the magic's release store.
+    auto* h = new (base) segment_header{};
+    h->world_size = static_cast<std::uint32_t>(world_);
+    h->rank = static_cast<std::uint32_t>(rank_);
+    h->pid = static_cast<std::int32_t>(::getpid());
+    h->slots = static_cast<std::uint32_t>(layout_.slots);
+    h->slot_bytes = layout_.slot_bytes;
+    for (int s = 0; s < world_; ++s) {
+      new (control(base, s)) channel_control{};
+      for (std::size_t k = 0; k < layout_.slots; ++k) new (slot(base, s, k)) slot_header{};
+    }
+    bases_[static_cast<std::size_t>(rank_)] = base;
+    h->magic.store(segment_magic, std::memory_order_release);
+
+    for (int p = 0; p < world_; ++p) {
+      if (p == rank_) continue;
+      segment seg;
+      for (;;) {
+        seg = segment::try_open(segment_name(job, p), sizeof(segment_header));
+        if (seg && reinterpret_cast<segment_header*>(seg.data())->magic.load(std::memory_order_acquire) == segment_magic)
+          break;
+        seg = segment{};
+        if (until.passed())
+          throw tutti::timeout("rank " + std::to_string(rank_) + ": transport::shm: rank " + std::to_string(p) +
+                        " did not create its segment /dev/shm" + segment_name(job, p) +
+                        " before the deadline (is it running, with the same TUTTI_JOB_ID and world size?)");
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      const auto* ph = reinterpret_cast<segment_header*>(seg.data());
+      if (ph->world_size != static_cast<std::uint32_t>(world_) || ph->slots != layout_.slots ||
+          ph->slot_bytes != layout_.slot_bytes || seg.size() < layout_.total_bytes())
+        throw invalid_argument("rank " + std::to_string(rank_) + ": transport::shm: rank " + std::to_string(p) +
+                               " has world_size " + std::to_string(ph->world_size) + ", " + std::to_string(ph->slots) +
+                               " slots of " + std::to_string(ph->slot_bytes) + " bytes; this rank has " +
+                               std::to_string(world_) + ", " + std::to_string(layout_.slots) + " of " +
+                               std::to_string(layout_.slot_bytes) + " (TUTTI_SHM_* must match)");
+      pidfds_[static_cast<std::size_t>(p)] = static_cast<int>(::syscall(SYS_pidfd_open, ph->pid, 0));
+      bases_[static_cast<std::size_t>(p)] = seg.data();
+      peers_[static_cast<std::size_t>(p)] = std::move(seg);
+      header(p)->attached.fetch_add(1, std::memory_order_acq_rel);
+    }
+    // Once every peer has mapped our segment its name is no longer needed: unlinking it now means
+    // no crash, however abrupt, can leave it behind.
+    backoff b;
+    while (h->attached.load(std::memory_order_acquire) < static_cast<std::uint32_t>(world_ - 1)) {
+      for (int p = 0; p < world_; ++p)
+        if (p != rank_ && peer_gone(p))
+          throw peer_lost(p, "rank " + std::to_string(rank_) + ": transport::shm: rank " + std::to_string(p) +
+                                 " died while the job was starting");
+      if (until.passed())
+        throw tutti::timeout("rank " + std::to_string(rank_) + ": transport::shm: only " +
+                      std::to_string(h->attached.load()) + " of " + std::to_string(world_ - 1) +
+                      " peers attached before the deadline");
+      b.pause();
+    }
+    own_.unlink();
+  }
+
+  //! Whether `peer` left (its flag) or died (its pidfd is readable; checked at most every 2 ms).
+  bool peer_gone(int peer) {
+    auto* h = header(peer);
+    if (h && h->gone.load(std::memory_order_acquire)) return true;
+    const auto now = std::chrono::steady_clock::now();
+    auto& next = next_liveness_check_[static_cast<std::size_t>(peer)];
+    if (now < next) return false;
+    next = now + std::chrono::milliseconds(2);
+    const int fd = pidfds_[static_cast<std::size_t>(peer)];
+    if (fd >= 0) {
+      pollfd pfd{fd, POLLIN, 0};
+      return ::poll(&pfd, 1, 0) > 0;
+    }
+    return h && ::kill(h->pid, 0) != 0 && errno == ESRCH;  // kernels without pidfd_open
+  }
+
+  op_state* acquire(int peer, std::uint64_t tag, std::size_t bytes, bool is_send) {
+    if (peer < 0 || peer >= world_)
+      throw invalid_argument("rank " + std::to_string(rank_) + ": transport::shm " + (is_send ? "send to" : "recv from") +
+                             " peer " + std::to_string(peer) + " outside [0, " + std::to_string(world_) + ")");
+    if (!broken_.empty()) throw transport_error(broken_ + "; the transport is unusable");
+    if (free_.empty())
+      throw transport_error("rank " + std::to_string(rank_) + ": transport::shm has " + std::to_string(max_outstanding) +
+                            " requests outstanding; wait on some first");
+    op_state* op = free_.back();
+    free_.pop_back();
+    op->status = op_pending;
+    op->is_send = is_send;
+    op->started = false;
+    op->peer = peer;
+    op->tag = tag;
+    op->bytes = bytes;
+    op->done = 0;
+    op->src = nullptr;
+    op->dst = nullptr;
+    return op;
+  }
+
+  void finish(request& r) {
+    op_state* op = std::exchange(r.op, nullptr);
+    const int s = op->status;
+    op->status = op_free;
+    free_.push_back(op);
+    if (s == op_failed) throw transport_error(op->failure);
+  }
+
+  [[noreturn]] void lost(request& r) {
+    const int peer = r.op->peer;
+    const std::string what = describe(*r.op) + ": rank " + std::to_string(peer) + " is gone (peer lost)";
+    broken_ = what;
+    throw peer_lost(peer, what);
+  }
+
+  [[nodiscard]] std::string describe(const op_state& op) const {
+    return "rank " + std::to_string(rank_) + ": " + (op.is_send ? "send of " : "receive of ") + std::to_string(op.bytes) +
+           " bytes " + (op.is_send ? "to" : "from") + " rank " + std::to_string(op.peer);
+  }
+
+  void progress() {
+    for (int p = 0; p < world_; ++p) {
+      if (sends_[static_cast<std::size_t>(p)].head) push(p);
+      if (recvs_[static_cast<std::size_t>(p)].head) pull(p);
+    }
+  }
+
+  //! Copies queued sends to `peer` into its ring for us, fragment by fragment, while slots are free.
+  void push(int peer) {
+    auto& q = sends_[static_cast<std::size_t>(peer)];
+    std::byte* base = bases_[static_cast<std::size_t>(peer)];
+    auto* ctl = control(base, rank_);
+    auto& produced = produced_[static_cast<std::size_t>(peer)];
+    while (op_state* op = q.head) {
+      while (!(op->started && op->done == op->bytes)) {
+        if (produced - ctl->consumed.load(std::memory_order_acquire) >= layout_.slots) return;  // ring full
+        auto* h = slot(base, rank_, produced);
+        const std::size_t n = std::min(layout_.slot_bytes, op->bytes - op->done);
+        if (n) std::memcpy(reinterpret_cast<std::byte*>(h + 1), op->src + op->done, n);
+        h->tag = op->tag;
+        h->message_bytes = op->bytes;
+        h->bytes = static_cast<std::uint32_t>(n);
+        h->first = op->started ? 0 : 1;
+        h->seq.store(produced + 1, std::memory_order_release);
+        ++produced;
+        op->done += n;
+        op->started = true;
+      }
+      op->status = op_done;
+      q.pop();
+    }
+  }
+
+  //! Copies fragments that `peer` put in our ring into the queued receives, in order.
+  void pull(int peer) {
+    auto& q = recvs_[static_cast<std::size_t>(peer)];
+    std::byte* base = bases_[static_cast<std::size_t>(rank_)];
+    auto* ctl = control(base, peer);
+    auto& expected = expected_[static_cast<std::size_t>(peer)];
+    while (op_state* op = q.head) {
+      while (!(op->started && op->done == op->bytes)) {
+        auto* h = slot(base, peer, expected);
+        if (h->seq.load(std::memory_order_acquire) != expected + 1) return;  // nothing new yet
+        if (!op->started && (!h->first || h->tag != op->tag || h->message_bytes != op->bytes)) {
+          broken_ = "rank " + std::to_string(rank_) + ": receive from rank " + std::to_string(peer) + " expected " +
+                    std::to_string(op->bytes) + " bytes with tag " + std::to_string(op->tag) +
+                    " but rank " + std::to_string(peer) + " sent " + std::to_string(h->message_bytes) +
+                    " bytes with tag " + std::to_string(h->tag) + " (receives must be posted in the order sent)";
+          op->failure = broken_;
+          op->status = op_failed;
+          q.pop();
+          return;
+        }
+        if (h->bytes) std::memcpy(op->dst + op->done, reinterpret_cast<const std::byte*>(h + 1), h->bytes);
+        op->done += h->bytes;
+        op->started = true;
+        ctl->consumed.store(expected + 1, std::memory_order_release);
+        ++expected;
+      }
+      op->status = op_done;
+      q.pop();
+    }
+  }
+
+  int rank_;
+  int world_;
+  shm_detail::layout layout_;
+  shm_detail::segment own_;
+  std::vector<std::byte*> bases_;              //!< every rank's segment, mapped here (ours included)
+  std::vector<shm_detail::segment> peers_;     //!< owning handles of the peers' mappings
+  std::vector<int> pidfds_;                    //!< readable once the peer process has died
+  std::vector<std::chrono::steady_clock::time_point> next_liveness_check_;
+  std::vector<std::uint64_t> produced_;        //!< fragments written into each peer's ring for us
+  std::vector<std::uint64_t> expected_;        //!< next fragment expected from each peer
+  std::vector<op_queue> sends_;
+  std::vector<op_queue> recvs_;
+  std::unique_ptr<op_state[]> pool_;
+  std::vector<op_state*> free_;
+  std::string broken_;  //!< non-empty once the transport cannot be used any more
+};
+
+static_assert(transport_policy<shm>, "transport::shm must satisfy tutti::transport_policy");
+
+}  // namespace tutti::transport
