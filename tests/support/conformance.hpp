@@ -9,9 +9,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <span>
+#include <thread>
 #include <atomic>
 #include <cstring>
-#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <sys/mman.h>
 #include <string>
 #include <vector>
 
@@ -53,20 +58,41 @@ class guarded_buffer {
   std::size_t bytes_ = 0;
 };
 
-//! Collects the failures of all ranks of one world (ranks are threads or processes).
+//! Collects the failures of all ranks of one world. It lives in a shared anonymous mapping, so
+//! ranks that are threads and ranks that are forked processes report into the same log.
 class failure_log {
  public:
-  void record(int rank, const std::string& what) {
-    std::lock_guard lock(mutex_);
-    if (count_++ < 8) text_ += "rank " + std::to_string(rank) + ": " + what + "\n";
+  failure_log() {
+    void* p = ::mmap(nullptr, sizeof(shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error("failure_log: mmap failed");
+    s_ = new (p) shared{};
   }
-  [[nodiscard]] std::size_t count() const { return count_; }
-  [[nodiscard]] const std::string& text() const { return text_; }
+  failure_log(const failure_log&) = delete;
+  failure_log& operator=(const failure_log&) = delete;
+  ~failure_log() { ::munmap(s_, sizeof(shared)); }
+
+  void record(int rank, const std::string& what) {
+    const std::string line = "rank " + std::to_string(rank) + ": " + what + "\n";
+    while (s_->lock.test_and_set(std::memory_order_acquire)) {
+    }
+    if (s_->count++ < 8) {
+      const std::size_t n = std::min(line.size(), sizeof(s_->text) - 1 - s_->used);
+      std::memcpy(s_->text + s_->used, line.data(), n);
+      s_->used += n;
+    }
+    s_->lock.clear(std::memory_order_release);
+  }
+  [[nodiscard]] std::size_t count() const { return s_->count; }
+  [[nodiscard]] std::string text() const { return std::string(s_->text, s_->used); }
 
  private:
-  std::mutex mutex_;
-  std::size_t count_ = 0;
-  std::string text_;
+  struct shared {
+    std::atomic_flag lock = ATOMIC_FLAG_INIT;  // lock-free, so it works across processes
+    std::size_t count = 0;
+    std::size_t used = 0;
+    char text[8192] = {};
+  };
+  shared* s_;
 };
 
 inline std::string case_name(const char* coll, int world, std::size_t count, dtype t, op o, bool in_place) {
@@ -82,9 +108,11 @@ inline void verify(failure_log& log, int rank, const std::string& name, std::siz
   if (!input_intact) log.record(rank, name + ": modified its (const) input buffer");
 }
 
+//! Runs per_rank(comm, world, log) on every rank of every world size the World offers
+//! (World::world_sizes(): 1-9 for threads and forked processes; the launched size under tutti-run).
 template <class World, class PerRank>
 void for_each_world(PerRank&& per_rank) {
-  for (int world : conformance_world_sizes()) {
+  for (int world : World::world_sizes()) {
     failure_log log;
     World::run(world, [&](auto& comm) { per_rank(comm, world, log); });
     INFO(World::name, " world=", world, "\n", log.text());
@@ -245,18 +273,21 @@ TEST_CASE_TEMPLATE_DEFINE("broadcast matches the reference", World, broadcast_co
 TEST_CASE_TEMPLATE_DEFINE("barrier does not return before every rank entered", World, barrier_conformance) {
   using namespace tutti::testing;
   for_each_world<World>([](auto& comm, int world, failure_log& log) {
-    // Each rank bumps a shared counter, then barriers; after it, all bumps must be visible.
-    // (Ranks of the in-process world share this static; process worlds check via allreduce instead.)
-    static std::atomic<int> entered{0};
-    for (int round = 1; round <= 20; ++round) {
-      entered.fetch_add(1);
+    // One rank (a different one each round) arrives late; nobody may leave before it arrived.
+    // steady_clock is CLOCK_MONOTONIC, one clock for all threads and processes of a host.
+    using clock = std::chrono::steady_clock;
+    for (int round = 0; round < 4; ++round) {
+      const int late = round % world;
+      if (comm.rank() == late) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      const std::int64_t entered = clock::now().time_since_epoch().count();
       comm.barrier();
-      if (entered.load() < round * world)
-        log.record(comm.rank(), "barrier round " + std::to_string(round) + " returned before all ranks entered");
-      comm.barrier();
+      const std::int64_t left = clock::now().time_since_epoch().count();
+      std::vector<std::int64_t> all(static_cast<std::size_t>(world));
+      comm.allgather(std::span<const std::int64_t>(&entered, 1), all);
+      const auto last_entry = *std::max_element(all.begin(), all.end());
+      if (left < last_entry)
+        log.record(comm.rank(), "barrier round " + std::to_string(round) + " returned " +
+                                    std::to_string(last_entry - left) + " ns before rank " + std::to_string(late) + " entered");
     }
-    comm.barrier();
-    if (comm.rank() == 0) entered.store(0);
-    comm.barrier();
   });
 }

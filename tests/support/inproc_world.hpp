@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <tutti/communicator.hpp>
 #include <tutti/transport/inproc.hpp>
@@ -15,6 +16,7 @@ template <class Algorithm>
 struct inproc_world {
   using communicator_type = communicator<transport::inproc, Algorithm>;
   static constexpr const char* name = "inproc";
+  static std::vector<int> world_sizes() { return {1, 2, 3, 4, 5, 6, 7, 8, 9}; }
 
   //! Runs fn(comm) on every rank; rethrows the lowest rank's failure after all ranks finish.
   template <class F>
