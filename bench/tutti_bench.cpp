@@ -122,7 +122,7 @@ void print_usage(std::FILE* f) {
                "  -e, --maxbytes N        largest message in bytes (default 64M)\n"
                "  -f, --stepfactor N      multiply the size by N between rows (default 2)\n"
                "  -n, --iters N           timed iterations per size (default 20)\n"
-               "  -w, --warmup_iters N    untimed iterations per size before timing (default 5)\n"
+               "  -w, --warmup_iters N    untimed iterations at the largest size first, then before each size (default 5)\n"
                "  -c, --check 0|1         run one more, untimed iteration and count wrong elements (default 1)\n"
                "  -d, --datatype T        float double half bfloat16 int8 int32 int64 uint8 (default float)\n"
                "  -o, --op OP             sum prod min max avg (default sum)\n"
@@ -347,7 +347,8 @@ table<T> reduced_table(int n, op o) {
           case op::max: acc = std::max(acc, v); break;
         }
       }
-      t[m] = o == op::avg ? static_cast<T>(acc / static_cast<T>(n)) : acc;
+      // avg: the sum divided by the rank count as an int (documented in op.hpp), truncating.
+      t[m] = o == op::avg ? static_cast<T>(static_cast<long long>(acc) / n) : acc;
     } else {
       double acc = static_cast<double>(input_value(0, m, o));  // exact
       for (int r = 1; r < n; ++r) {
@@ -430,6 +431,12 @@ class rank_bench {
       });
     }
     all_stats_.resize(static_cast<std::size_t>(n_));
+  }
+
+  //! Grows the library's scratch and lets the scheduler settle the rank threads before any row.
+  void warm_up(std::size_t size) {
+    set_views(shape_of(o_, size));
+    for (int i = 0; i < o_.warmup; ++i) call();
   }
 
   void run_row(std::size_t size, summary& sum) {
@@ -639,6 +646,7 @@ int run_benchmark(const options& o) {
   auto errors = inproc::run(o.ranks, [&](inproc& t) {
     comm_t comm(t, copt);
     rank_bench<comm_t> bench(comm, o, sizes.back(), membw);
+    bench.warm_up(sizes.back());  // like nccl-tests: once at the largest size before the sweep
     for (std::size_t size : sizes) bench.run_row(size, sum);
   });
 

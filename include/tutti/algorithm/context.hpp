@@ -38,6 +38,7 @@ class scratch_buffer {
 template <class Transport>
 class context {
  public:
+  using transport_type = Transport;
   using request = typename Transport::request;
 
   context(Transport& t, scratch_buffer& s, std::uint64_t tag, deadline until, std::size_t chunk_bytes) noexcept
@@ -48,6 +49,7 @@ class context {
   [[nodiscard]] std::size_t chunk_bytes() const noexcept { return chunk_bytes_; }  //!< pipelining unit
   [[nodiscard]] std::byte* scratch(std::size_t bytes) { return scratch_.get(bytes); }
   [[nodiscard]] Transport& transport() noexcept { return transport_; }
+  [[nodiscard]] deadline until() const noexcept { return until_; }  //!< for waits outside send/recv
 
   [[nodiscard]] request send(int peer, const void* data, std::size_t bytes) { return transport_.send(peer, tag_, data, bytes); }
   [[nodiscard]] request recv(int peer, void* data, std::size_t bytes) { return transport_.recv(peer, tag_, data, bytes); }

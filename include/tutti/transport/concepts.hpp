@@ -44,4 +44,27 @@ concept transport_policy =
       { T::traits } -> std::convertible_to<transport_traits>;
     };
 
+/// A Transport whose traits.one_sided is true also lets a rank read peers' memory directly:
+/// staging buffers and a registered region of every rank are mapped in every process, and ranks
+/// synchronise through per-rank signal words holding rising epoch numbers.
+///  - `segment_base(r)`: rank r's shared memory as mapped here; offsets published by r are relative to it
+///  - `stage(r, parity)`, `stage_bytes()`: rank r's two staging buffers
+///  - `registered_offset(p, bytes)`: where [p, p+bytes) lies in this rank's shared memory, or
+///    `not_registered` (memory from `allocate()` is registered)
+///  - `next_epoch()`: the same number on every rank for the same step
+///  - `signal(slot, epoch, offset)` / `wait_signal(r, slot, epoch, deadline)` -> offset
+template <class T>
+concept one_sided_transport =
+    transport_policy<T> && T::traits.one_sided &&
+    requires(T& t, const T& ct, int r, unsigned u, std::uint64_t v, deadline until, const void* p, std::size_t n) {
+      { ct.segment_base(r) } -> std::same_as<std::byte*>;
+      { ct.stage(r, u) } -> std::same_as<std::byte*>;
+      { ct.stage_bytes() } -> std::convertible_to<std::size_t>;
+      { ct.registered_offset(p, n) } -> std::convertible_to<std::size_t>;
+      { T::not_registered } -> std::convertible_to<std::size_t>;
+      { t.next_epoch() } -> std::convertible_to<std::uint64_t>;
+      { t.signal(u, v, v) };
+      { t.wait_signal(r, u, v, until) } -> std::convertible_to<std::uint64_t>;
+    };
+
 }  // namespace tutti

@@ -22,6 +22,8 @@ struct alignas(line) segment_header {
   std::int32_t pid;                  //!< the owner, for liveness checks
   std::uint32_t slots;               //!< slots per channel
   std::uint64_t slot_bytes;          //!< payload bytes per slot
+  std::uint64_t stage_bytes;         //!< each staging buffer
+  std::uint64_t pool_bytes;          //!< registered region
   alignas(line) std::atomic<std::uint32_t> attached;  //!< peers that have mapped this segment
   alignas(line) std::atomic<std::uint32_t> gone;      //!< the owner left or aborted
 };
@@ -40,11 +42,20 @@ struct alignas(line) slot_header {
   std::uint32_t first;          //!< 1 on the first fragment of a message
 };
 
+//! The one-sided part of a segment: flags peers poll, then the staging buffers and the pool of
+//! registered memory that peers read directly.
+struct alignas(line) window_flags {
+  std::atomic<std::uint64_t> value[4];  //!< signal slots, each a monotonically rising epoch
+  std::atomic<std::uint64_t> offset[2]; //!< where this rank's data for the current epoch lives
+};
+
 //! Byte offsets inside a segment, identical in every rank of a job.
 struct layout {
   std::size_t world_size;
   std::size_t slots;
   std::size_t slot_bytes;
+  std::size_t stage_bytes = 0;  //!< each of the two staging buffers
+  std::size_t pool_bytes = 0;   //!< registered memory handed out by the allocator
 
   [[nodiscard]] std::size_t slot_stride() const noexcept { return sizeof(slot_header) + slot_bytes; }
   [[nodiscard]] std::size_t control_offset(std::size_t sender) const noexcept {
@@ -53,7 +64,14 @@ struct layout {
   [[nodiscard]] std::size_t ring_offset(std::size_t sender) const noexcept {
     return sizeof(segment_header) + world_size * sizeof(channel_control) + sender * slots * slot_stride();
   }
-  [[nodiscard]] std::size_t total_bytes() const noexcept { return ring_offset(world_size); }
+  [[nodiscard]] std::size_t flags_offset() const noexcept { return ring_offset(world_size); }
+  [[nodiscard]] std::size_t stage_offset(std::size_t parity) const noexcept {
+    return flags_offset() + sizeof(window_flags) + parity * stage_bytes;
+  }
+  [[nodiscard]] std::size_t pool_offset() const noexcept {
+    return (stage_offset(2) + 4095) & ~std::size_t{4095};  // page-aligned, as users expect of big buffers
+  }
+  [[nodiscard]] std::size_t total_bytes() const noexcept { return pool_offset() + pool_bytes; }
 };
 
 }  // namespace tutti::transport::shm_detail

@@ -34,6 +34,7 @@
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
 #include "tutti/transport/shm/layout.hpp"
+#include "tutti/transport/shm/pool.hpp"
 #include "tutti/transport/shm/segment.hpp"
 
 namespace tutti::transport {
@@ -42,6 +43,8 @@ namespace tutti::transport {
 struct shm_options {
   std::size_t slots = 16;                //!< TUTTI_SHM_SLOTS: fragments in flight per pair of ranks
   std::size_t slot_bytes = 64 << 10;     //!< TUTTI_SHM_SLOT_BYTES: fragment size
+  std::size_t stage_bytes = 4 << 20;     //!< TUTTI_SHM_STAGE_BYTES: each of two staging buffers (one-sided algorithms)
+  std::size_t pool_bytes = 256 << 20;    //!< TUTTI_SHM_POOL_BYTES: registered memory for allocate() (tmpfs, used lazily)
   std::chrono::nanoseconds bootstrap_timeout = std::chrono::seconds(300);  //!< TUTTI_TIMEOUT
 
   [[nodiscard]] static shm_options from_env() {
@@ -49,6 +52,8 @@ struct shm_options {
     o.slots = static_cast<std::size_t>(config::integer("TUTTI_SHM_SLOTS", static_cast<long long>(o.slots), 2, 4096));
     o.slot_bytes = config::bytes("TUTTI_SHM_SLOT_BYTES", o.slot_bytes, 64, std::size_t{64} << 20);
     o.slot_bytes = (o.slot_bytes + 63) & ~std::size_t{63};
+    o.stage_bytes = (config::bytes("TUTTI_SHM_STAGE_BYTES", o.stage_bytes, 4096, std::size_t{1} << 32) + 63) & ~std::size_t{63};
+    o.pool_bytes = (config::bytes("TUTTI_SHM_POOL_BYTES", o.pool_bytes, 0, std::size_t{1} << 40) + 4095) & ~std::size_t{4095};
     o.bootstrap_timeout = config::timeout();
     return o;
   }
@@ -57,8 +62,9 @@ struct shm_options {
 class shm {
  public:
   using tutti_role = role::transport;
-  static constexpr transport_traits traits{.intra_node = true, .device_memory = false, .one_sided = false};
+  static constexpr transport_traits traits{.intra_node = true, .device_memory = false, .one_sided = true};
   static constexpr const char* name = "shm";
+  static constexpr std::size_t not_registered = static_cast<std::size_t>(-1);
   static constexpr std::size_t max_outstanding = 1024;
 
  private:
@@ -110,7 +116,8 @@ class shm {
   explicit shm(const rank_info& info, shm_options options = shm_options::from_env())
       : rank_(info.rank),
         world_(info.world_size),
-        layout_{static_cast<std::size_t>(info.world_size), options.slots, options.slot_bytes},
+        layout_{static_cast<std::size_t>(info.world_size), options.slots, options.slot_bytes, options.stage_bytes,
+                options.pool_bytes},
         bases_(static_cast<std::size_t>(info.world_size), nullptr),
         peers_(static_cast<std::size_t>(info.world_size)),
         pidfds_(static_cast<std::size_t>(info.world_size), -1),
@@ -119,7 +126,8 @@ class shm {
         expected_(static_cast<std::size_t>(info.world_size), 0),
         sends_(static_cast<std::size_t>(info.world_size)),
         recvs_(static_cast<std::size_t>(info.world_size)),
-        pool_(std::make_unique<op_state[]>(max_outstanding)) {
+        ops_(std::make_unique<op_state[]>(max_outstanding)),
+        pool_(options.pool_bytes) {
     info.validate();
     if (info.job_id.empty())
       throw invalid_argument("rank " + std::to_string(rank_) +
@@ -129,7 +137,7 @@ class shm {
         throw invalid_argument("rank " + std::to_string(rank_) + ": job id '" + info.job_id +
                                "' may only hold letters, digits, '-' and '_'");
     free_.reserve(max_outstanding);
-    for (std::size_t i = max_outstanding; i-- > 0;) free_.push_back(&pool_[i]);
+    for (std::size_t i = max_outstanding; i-- > 0;) free_.push_back(&ops_[i]);
     bootstrap(info.job_id, options.bootstrap_timeout);
   }
 
@@ -214,7 +222,78 @@ class shm {
     }
   }
 
+ // ---- one-sided capability (traits.one_sided): what algorithm::direct builds on ----------------
+
+  //! Rank `r`'s segment as mapped in this process; offsets published with signals are relative to it.
+  [[nodiscard]] std::byte* segment_base(int r) const noexcept { return bases_[static_cast<std::size_t>(r)]; }
+
+  //! Rank `r`'s staging buffer `parity` (0 or 1), as mapped in this process.
+  [[nodiscard]] std::byte* stage(int r, unsigned parity) const noexcept {
+    return bases_[static_cast<std::size_t>(r)] + layout_.stage_offset(parity & 1u);
+  }
+  [[nodiscard]] std::size_t stage_bytes() const noexcept { return layout_.stage_bytes; }
+
+  //! Rank `r`'s registered region, as mapped in this process.
+  [[nodiscard]] std::byte* pool(int r) const noexcept { return bases_[static_cast<std::size_t>(r)] + layout_.pool_offset(); }
+
+  //! Memory in this rank's registered region: peers can read it without a copy. Throws
+  //! invalid_argument when the pool (TUTTI_SHM_POOL_BYTES) has no block that large.
+  [[nodiscard]] void* allocate(std::size_t bytes) { return pool(rank_) + pool_.allocate(bytes); }
+  void deallocate(void* p) {
+    auto* b = static_cast<std::byte*>(p);
+    if (b < pool(rank_) || b >= pool(rank_) + layout_.pool_bytes)
+      throw invalid_argument("rank " + std::to_string(rank_) + ": transport::shm::deallocate of a pointer it did not allocate");
+    pool_.deallocate(static_cast<std::size_t>(b - pool(rank_)));
+  }
+
+  //! Offset of [p, p + bytes) from this rank's segment base when it lies in memory handed out by
+  //! allocate(), else not_registered.
+  [[nodiscard]] std::size_t registered_offset(const void* p, std::size_t bytes) const noexcept {
+    const auto* b = static_cast<const std::byte*>(p);
+    const std::byte* base = pool(rank_);
+    if (!b || b < base || b + bytes > base + layout_.pool_bytes) return not_registered;
+    const auto offset = static_cast<std::size_t>(b - base);
+    return pool_.contains(offset, bytes) ? layout_.pool_offset() + offset : not_registered;
+  }
+  [[nodiscard]] std::size_t stage_offset(unsigned parity) const noexcept { return layout_.stage_offset(parity & 1u); }
+
+  //! A number that is the same on every rank for the same one-sided step (ranks take steps in order).
+  [[nodiscard]] std::uint64_t next_epoch() noexcept { return ++epoch_; }
+
+  //! Publishes `value` in this rank's signal `slot` (and an offset peers read after seeing it).
+  void signal(unsigned slot, std::uint64_t value, std::uint64_t offset = 0) noexcept {
+    auto* f = flags(rank_);
+    if (slot < 2) f->offset[slot].store(offset, std::memory_order_relaxed);
+    f->value[slot].store(value, std::memory_order_release);
+  }
+
+  //! Waits until rank `r`'s signal `slot` reaches `value`; returns the offset published with it.
+  std::uint64_t wait_signal(int r, unsigned slot, std::uint64_t value, deadline until) {
+    auto* f = flags(r);
+    backoff b;
+    while (f->value[slot].load(std::memory_order_acquire) < value) {
+      if (b.check_clock()) {
+        if (peer_gone(r) && f->value[slot].load(std::memory_order_acquire) < value) {
+          broken_ = "rank " + std::to_string(rank_) + ": waiting for rank " + std::to_string(r) +
+                    " in a one-sided step: rank " + std::to_string(r) + " is gone (peer lost)";
+          throw peer_lost(r, broken_);
+        }
+        if (until.passed()) {
+          broken_ = "rank " + std::to_string(rank_) + ": waiting for rank " + std::to_string(r) +
+                    " in a one-sided step did not complete before the deadline (TUTTI_TIMEOUT)";
+          throw tutti::timeout(broken_);
+        }
+      }
+      b.pause();
+    }
+    return slot < 2 ? f->offset[slot].load(std::memory_order_relaxed) : 0;
+  }
+
  private:
+  shm_detail::window_flags* flags(int r) const noexcept {
+    return reinterpret_cast<shm_detail::window_flags*>(bases_[static_cast<std::size_t>(r)] + layout_.flags_offset());
+  }
+
   static std::string segment_name(const std::string& job, int rank) {
     return "/tutti-" + job + "-" + std::to_string(rank);
   }
@@ -244,6 +323,9 @@ class shm {
     h->pid = static_cast<std::int32_t>(::getpid());
     h->slots = static_cast<std::uint32_t>(layout_.slots);
     h->slot_bytes = layout_.slot_bytes;
+    new (base + layout_.flags_offset()) window_flags{};
+    h->stage_bytes = layout_.stage_bytes;
+    h->pool_bytes = layout_.pool_bytes;
     for (int s = 0; s < world_; ++s) {
       new (control(base, s)) channel_control{};
       for (std::size_t k = 0; k < layout_.slots; ++k) new (slot(base, s, k)) slot_header{};
@@ -267,12 +349,14 @@ class shm {
       }
       const auto* ph = reinterpret_cast<segment_header*>(seg.data());
       if (ph->world_size != static_cast<std::uint32_t>(world_) || ph->slots != layout_.slots ||
-          ph->slot_bytes != layout_.slot_bytes || seg.size() < layout_.total_bytes())
+          ph->slot_bytes != layout_.slot_bytes || ph->stage_bytes != layout_.stage_bytes ||
+          ph->pool_bytes != layout_.pool_bytes || seg.size() < layout_.total_bytes())
         throw invalid_argument("rank " + std::to_string(rank_) + ": transport::shm: rank " + std::to_string(p) +
                                " has world_size " + std::to_string(ph->world_size) + ", " + std::to_string(ph->slots) +
                                " slots of " + std::to_string(ph->slot_bytes) + " bytes; this rank has " +
                                std::to_string(world_) + ", " + std::to_string(layout_.slots) + " of " +
-                               std::to_string(layout_.slot_bytes) + " (TUTTI_SHM_* must match)");
+                               std::to_string(layout_.slot_bytes) +
+                               " (TUTTI_SHM_* settings, including stage and pool sizes, must match on all ranks)");
       pidfds_[static_cast<std::size_t>(p)] = static_cast<int>(::syscall(SYS_pidfd_open, ph->pid, 0));
       bases_[static_cast<std::size_t>(p)] = seg.data();
       peers_[static_cast<std::size_t>(p)] = std::move(seg);
@@ -429,11 +513,14 @@ class shm {
   std::vector<std::uint64_t> expected_;        //!< next fragment expected from each peer
   std::vector<op_queue> sends_;
   std::vector<op_queue> recvs_;
-  std::unique_ptr<op_state[]> pool_;
+  std::unique_ptr<op_state[]> ops_;
   std::vector<op_state*> free_;
+  shm_detail::offset_pool pool_;  //!< our registered region's allocations
+  std::uint64_t epoch_ = 0;       //!< one-sided steps taken; equal on all ranks between collectives
   std::string broken_;  //!< non-empty once the transport cannot be used any more
 };
 
 static_assert(transport_policy<shm>, "transport::shm must satisfy tutti::transport_policy");
+static_assert(one_sided_transport<shm>, "transport::shm must satisfy tutti::one_sided_transport");
 
 }  // namespace tutti::transport

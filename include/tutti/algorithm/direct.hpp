@@ -1,0 +1,207 @@
+//! @file direct.hpp  algorithm::direct — intra-node collectives that read peers' memory directly.
+//!
+//! Needs a one-sided transport (transport::shm): every rank maps every other rank's staging
+//! buffers, so data moves once into shared memory (or not at all, from registered buffers) and is
+//! reduced straight out of it, with no messages — ranks synchronise by publishing rising epoch
+//! numbers that peers poll.
+//!
+//! allreduce: small messages are one-shot (every rank reduces the whole buffer from all peers: one
+//! synchronisation); larger ones are two-shot (rank r reduces segment r from all peers into its
+//! stage, then everyone copies every segment out: two synchronisations, each rank reads its share
+//! once). Messages larger than a staging buffer go chunk by chunk, each chunk an epoch; the two
+//! staging buffers alternate between epochs, so a buffer is rewritten only after every peer has
+//! entered the next epoch and is therefore done reading it.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <string_view>
+
+#include "tutti/algorithm/context.hpp"
+#include "tutti/algorithm/split.hpp"
+#include "tutti/core/dtype.hpp"
+#include "tutti/core/op.hpp"
+#include "tutti/core/policy.hpp"
+#include "tutti/core/reduce.hpp"
+#include "tutti/transport/concepts.hpp"
+
+namespace tutti::algorithm {
+
+struct direct {
+  using tutti_role = role::algorithm;
+  static constexpr std::string_view name = "direct";
+  //! allreduce up to this size is one-shot: one synchronisation beats halving the reads
+  static constexpr std::size_t one_shot_bytes = 64 << 10;
+
+  template <class Ctx>
+  static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
+    auto& tr = one_sided(c);
+    const int n = c.size(), r = c.rank();
+    const std::size_t esz = size_of(t), bytes = count * esz;
+    if (n == 1 || count == 0) return copy(out, in, bytes);
+    const auto* src = static_cast<const std::byte*>(in);
+    auto* dst = static_cast<std::byte*>(out);
+    const std::size_t chunk = std::max<std::size_t>(1, tr.stage_bytes() / esz);
+    if (bytes <= one_shot_bytes && bytes <= tr.stage_bytes()) {
+      // Every rank folds all inputs in rank order 0..n-1, so all ranks get identical bits.
+      const auto e = tr.next_epoch();
+      std::byte* stage = tr.stage(r, parity(e));
+      std::memcpy(stage, src, bytes);  // staged even when registered: out may alias in
+      tr.signal(ready, e, offset_in(tr, r, stage));
+      const std::byte* a = peer_data(c, tr, 0, e);
+      const std::byte* b = peer_data(c, tr, 1, e);
+      reduce(t, o, dst, a, b, count);
+      for (int q = 2; q < n; ++q) reduce(t, o, dst, dst, peer_data(c, tr, q, e), count);
+      if (o == op::avg) finish_avg(t, dst, count, n);
+      return;
+    }
+    // Two-shot, chunk by chunk. A registered input is read in place (no copy-in); the reduced
+    // segment always goes to the stage, so the input is never written.
+    const std::size_t registered = tr.registered_offset(in, bytes);
+    for (std::size_t first = 0; first < count; first += chunk) {
+      const std::size_t len = std::min(chunk, count - first);
+      const split sp{len, static_cast<std::size_t>(n)};
+      const auto e = tr.next_epoch();
+      std::byte* stage = tr.stage(r, parity(e));
+      std::size_t mine;
+      if (registered == std::remove_cvref_t<decltype(tr)>::not_registered) {
+        std::memcpy(stage, src + first * esz, len * esz);
+        mine = offset_in(tr, r, stage);
+      } else {
+        mine = registered + first * esz;
+      }
+      tr.signal(ready, e, mine);
+      // reduce-scatter: segment r from every rank, starting with our own (the owner's order is
+      // what every rank sees, since only the owner computes a segment)
+      const std::size_t seg = sp.offset(static_cast<std::size_t>(r)) * esz, seg_len = sp.length(static_cast<std::size_t>(r));
+      std::byte* reduced = stage + seg;
+      const std::byte* own = tr.segment_base(r) + mine + seg;
+      for (int k = 1; k < n; ++k) {
+        const int q = (r + k) % n;
+        reduce(t, o, reduced, k == 1 ? own : reduced, peer_data(c, tr, q, e) + seg, seg_len);
+      }
+      if (o == op::avg) finish_avg(t, reduced, seg_len, n);
+      tr.signal(reduced_slot, e);
+      // allgather: every segment from its owner's stage
+      for (int k = 0; k < n; ++k) {
+        const int q = (r + k) % n;
+        if (q != r) tr.wait_signal(q, reduced_slot, e, c.until());
+        const std::size_t qseg = sp.offset(static_cast<std::size_t>(q)) * esz;
+        std::memcpy(dst + first * esz + qseg, tr.stage(q, parity(e)) + qseg, sp.length(static_cast<std::size_t>(q)) * esz);
+      }
+    }
+  }
+
+  //! in: count * n elements; out: this rank's reduced `count`.
+  template <class Ctx>
+  static void reduce_scatter(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
+    auto& tr = one_sided(c);
+    const int n = c.size(), r = c.rank();
+    const std::size_t esz = size_of(t);
+    if (n == 1 || count == 0) return copy(out, in, count * esz);
+    const auto* src = static_cast<const std::byte*>(in);
+    auto* dst = static_cast<std::byte*>(out);
+    // The stage holds one chunk of every rank's block, block q at q * chunk.
+    const std::size_t chunk = std::max<std::size_t>(1, tr.stage_bytes() / (esz * static_cast<std::size_t>(n)));
+    for (std::size_t first = 0; first < count; first += chunk) {
+      const std::size_t len = std::min(chunk, count - first);
+      const auto e = tr.next_epoch();
+      std::byte* stage = tr.stage(r, parity(e));
+      for (int q = 0; q < n; ++q)
+        std::memcpy(stage + static_cast<std::size_t>(q) * len * esz,
+                    src + (static_cast<std::size_t>(q) * count + first) * esz, len * esz);
+      tr.signal(ready, e, offset_in(tr, r, stage));
+      const std::size_t block = static_cast<std::size_t>(r) * len * esz;
+      std::byte* target = dst + first * esz;
+      reduce(t, o, target, stage + block, peer_data(c, tr, (r + 1) % n, e) + block, len);
+      for (int k = 2; k < n; ++k) reduce(t, o, target, target, peer_data(c, tr, (r + k) % n, e) + block, len);
+      if (o == op::avg) finish_avg(t, target, len, n);
+    }
+  }
+
+  //! in: count elements; out: count * n elements, rank q's at out + q * count.
+  template <class Ctx>
+  static void allgather(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
+    auto& tr = one_sided(c);
+    const int n = c.size(), r = c.rank();
+    const std::size_t esz = size_of(t);
+    auto* dst = static_cast<std::byte*>(out);
+    if (n == 1 || count == 0) return copy(dst + static_cast<std::size_t>(r) * count * esz, in, count * esz);
+    const auto* src = static_cast<const std::byte*>(in);
+    const std::size_t chunk = std::max<std::size_t>(1, tr.stage_bytes() / esz);
+    for (std::size_t first = 0; first < count; first += chunk) {
+      const std::size_t len = std::min(chunk, count - first);
+      const auto e = tr.next_epoch();
+      std::memcpy(tr.stage(r, parity(e)), src + first * esz, len * esz);  // before any write to out: in may alias it
+      tr.signal(ready, e, offset_in(tr, r, tr.stage(r, parity(e))));
+      for (int k = 0; k < n; ++k) {
+        const int q = (r + k) % n;
+        std::memcpy(dst + (static_cast<std::size_t>(q) * count + first) * esz, peer_data(c, tr, q, e), len * esz);
+      }
+    }
+  }
+
+  template <class Ctx>
+  static void broadcast(Ctx& c, const void* in, void* out, std::size_t count, dtype t, int root) {
+    auto& tr = one_sided(c);
+    const int n = c.size(), r = c.rank();
+    const std::size_t bytes = count * size_of(t);
+    if (n == 1 || bytes == 0) return r == root ? copy(out, in, bytes) : void();
+    const auto* src = static_cast<const std::byte*>(in);
+    auto* dst = static_cast<std::byte*>(out);
+    for (std::size_t first = 0; first < bytes; first += tr.stage_bytes()) {
+      const std::size_t len = std::min(tr.stage_bytes(), bytes - first);
+      const auto e = tr.next_epoch();
+      // Every rank announces the epoch (not only the root), so the root knows when all are done
+      // with the stage it will reuse two epochs later.
+      if (r == root) std::memcpy(tr.stage(r, parity(e)), src + first, len);
+      tr.signal(ready, e, offset_in(tr, r, tr.stage(r, parity(e))));
+      for (int q = 0; q < n; ++q)
+        if (q != r) tr.wait_signal(q, ready, e, c.until());
+      if (r != root) std::memcpy(dst + first, tr.stage(root, parity(e)), len);
+    }
+    if (r == root) copy(out, in, bytes);
+  }
+
+  template <class Ctx>
+  static void barrier(Ctx& c) {
+    auto& tr = one_sided(c);
+    const auto e = tr.next_epoch();
+    tr.signal(ready, e, 0);
+    for (int q = 0; q < c.size(); ++q)
+      if (q != c.rank()) tr.wait_signal(q, ready, e, c.until());
+  }
+
+ private:
+  static constexpr unsigned ready = 0;         //!< signal: this rank's data for the epoch is in place
+  static constexpr unsigned reduced_slot = 1;  //!< signal: this rank's reduced segment is in its stage
+
+  template <class Ctx>
+  static auto& one_sided(Ctx& c) {
+    using T = typename Ctx::transport_type;
+    static_assert(one_sided_transport<T>,
+                  "tutti::algorithm::direct requires a one-sided Transport (traits.one_sided, e.g. transport::shm); "
+                  "use algorithm::ring with this transport");
+    return c.transport();
+  }
+
+  static unsigned parity(std::uint64_t epoch) noexcept { return static_cast<unsigned>(epoch & 1u); }
+
+  template <class T>
+  static std::size_t offset_in(T& tr, int r, const std::byte* p) noexcept {
+    return static_cast<std::size_t>(p - tr.segment_base(r));
+  }
+
+  //! Where rank q's data for epoch e is, once q has published it.
+  template <class Ctx, class T>
+  static const std::byte* peer_data(Ctx& c, T& tr, int q, std::uint64_t e) {
+    const std::size_t offset = tr.wait_signal(q, ready, e, c.until());
+    return tr.segment_base(q) + offset;
+  }
+
+  static void copy(void* out, const void* in, std::size_t bytes) noexcept {
+    if (out != in && bytes) std::memmove(out, in, bytes);
+  }
+};
+
+}  // namespace tutti::algorithm

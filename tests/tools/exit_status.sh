@@ -1,0 +1,27 @@
+# A rank exiting with status 3 fails the job: tutti-run names the rank and the status, stops the
+# other ranks (and what they started) at once, and exits 1.
+source "$(dirname "$0")/lib.sh"
+
+marker="30.$$1"  # a sleep duration no other process on the machine uses
+export TT_DIR=$tmp TT_SLEEP=$marker
+rank='if [ "$TUTTI_RANK" = 1 ]; then
+  while [ ! -e "$TT_DIR/started-0" ] || [ ! -e "$TT_DIR/started-2" ]; do sleep 0.02; done
+  echo "rank 1 gives up" >&2
+  exit 3
+fi
+sleep "$TT_SLEEP" &
+touch "$TT_DIR/started-$TUTTI_RANK"
+wait'
+launch job -n 3 sh -c "$rank"
+expect_status 1 "a rank exited with 3"
+expect_in "$tmp/job.err" "tutti-run: rank 1 exited with status 3" "failure message"
+expect_in "$tmp/job.err" "[rank 1] rank 1 gives up" "the rank's own last words"
+expect_faster_than 10000 "stopping the other ranks"
+grep -q "rank [02] exited\|rank [02] was killed" "$tmp/job.err" && fail "ranks stopped by tutti-run reported as failures"
+
+# The sleeps the other ranks started in the background are gone too (zombies have no cmdline).
+for _ in $(seq 100); do
+  pgrep -f "sleep $marker" >/dev/null || exit 0
+  sleep 0.05
+done
+fail "sleep $marker, started by a stopped rank, is still running"

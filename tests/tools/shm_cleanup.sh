@@ -1,0 +1,50 @@
+# After the ranks are gone, tutti-run removes /dev/shm/tutti-<job id>-* files owned by the user
+# (after success and after failure), and leaves other jobs' files alone, including a job whose id
+# starts with this one's. With an explicit --job-id it also removes that job's stale files before
+# starting the ranks.
+source "$(dirname "$0")/lib.sh"
+
+if [[ ! -d /dev/shm || ! -w /dev/shm ]]; then
+  echo "SKIP: /dev/shm is not a writable directory"
+  exit 77
+fi
+shm=/dev/shm
+id="tt_cleanup_$$_$RANDOM"
+other="$shm/tutti-${id}x-seg"   # another job, whose id has ours as a prefix
+touch "$other"
+cleanup_hooks+=("rm -f '$other' $shm/tutti-$id-* $shm/tutti-j*-tt-test-$$-*")
+
+# a. default job id, success.
+launch a -n 2 sh -c 'echo "$TUTTI_JOB_ID"; touch "/dev/shm/tutti-$TUTTI_JOB_ID-tt-test-'$$'-$TUTTI_RANK"'
+expect_status 0 "ranks creating segments"
+job=$(sed -n 's/^\[rank 0\] //p' "$tmp/a.out")
+[[ -n $job ]] || fail "no job id printed"
+compgen -G "$shm/tutti-$job-*" >/dev/null && fail "segments of job $job left in $shm"
+expect_in "$tmp/a.err" "tutti-run: removed 2 leftover shared-memory segments of job $job" "cleanup message"
+[[ -e $other ]] || fail "tutti-run removed $other, which belongs to another job"
+
+# b. explicit job id, a failing rank.
+launch b -n 2 --job-id "$id" sh -c 'if [ "$TUTTI_RANK" = 0 ]; then touch "/dev/shm/tutti-$TUTTI_JOB_ID-b"; exit 1; fi'
+expect_status 1 "a rank failed"
+[[ -e $shm/tutti-$id-b ]] && fail "segment of failed job $id left in $shm"
+expect_in "$tmp/b.err" "tutti-run: removed 1 leftover shared-memory segment of job $id" "cleanup message"
+[[ -e $other ]] || fail "tutti-run removed $other, which belongs to another job"
+
+# c. a file of the same job owned by someone else stays (only testable as root).
+if [[ $(id -u) == 0 ]] && getent passwd nobody >/dev/null; then
+  foreign="$shm/tutti-$id-foreign"
+  touch "$foreign"
+  chown nobody "$foreign"
+  launch c -n 1 --job-id "$id" true
+  expect_status 0 "job with a foreign file"
+  [[ -e $foreign ]] || fail "tutti-run removed $foreign, which another user owns"
+  rm -f "$foreign"
+  grep -q "removed" "$tmp/c.err" && fail "tutti-run reported removing files it did not own"
+fi
+
+# d. a stale file of an explicitly named job is gone before the ranks start.
+touch "$shm/tutti-$id-stale"
+launch d -n 1 --job-id "$id" sh -c '[ ! -e "/dev/shm/tutti-$TUTTI_JOB_ID-stale" ] || { echo "stale file still there" >&2; exit 9; }'
+expect_status 0 "stale file removed before the ranks start"
+expect_in "$tmp/d.err" "removed 1 stale shared-memory segment of job $id" "stale cleanup message"
+[[ -e $other ]] || fail "tutti-run removed $other, which belongs to another job"

@@ -1,0 +1,102 @@
+//! Registered buffers: memory from transport::shm::allocate() that peers read in place.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include <tutti/algorithm/direct.hpp>
+#include <tutti/transport/shm/pool.hpp>
+#include "support/fork_world.hpp"
+#include "support/pattern.hpp"
+
+namespace {
+using tutti::testing::fork_ranks;
+using shm = tutti::transport::shm;
+using comm_t = tutti::communicator<shm, tutti::algorithm::direct>;
+}  // namespace
+
+TEST_CASE("offset_pool: first fit, alignment, coalescing, and refusals") {
+  tutti::transport::shm_detail::offset_pool pool(1 << 20);
+  const auto a = pool.allocate(100);
+  const auto b = pool.allocate(1000);
+  const auto c = pool.allocate(64);
+  CHECK(a == 0);
+  CHECK(b == 128);  // 100 rounded up to 64-byte alignment
+  CHECK(c == 128 + 1024);
+  CHECK(pool.contains(b, 1000));
+  CHECK(pool.contains(b + 10, 900));
+  CHECK_FALSE(pool.contains(b, 1025));
+  CHECK_FALSE(pool.contains(5000, 1));
+  pool.deallocate(b);
+  CHECK_FALSE(pool.contains(b, 1));
+  CHECK(pool.allocate(500) == b);  // first fit reuses the hole
+  pool.deallocate(a);
+  pool.deallocate(b);
+  pool.deallocate(c);
+  CHECK(pool.in_use() == 0);
+  CHECK(pool.allocate(1 << 20) == 0);  // everything coalesced back into one block
+  CHECK_THROWS_AS((void)pool.allocate(1), tutti::invalid_argument);
+  CHECK_THROWS_AS(pool.deallocate(12345), tutti::invalid_argument);
+}
+
+TEST_CASE("direct allreduce from registered buffers: in place and out of place, across chunks, every op") {
+  using namespace tutti;
+  using namespace tutti::testing;
+  for (int world : {2, 3, 4}) {
+    auto results = fork_ranks(world, [world](const rank_info& info) {
+      transport::shm_options o = transport::shm_options::from_env();
+      o.stage_bytes = 8192;  // many chunks per message
+      comm_t comm(std::make_unique<shm>(info, o));
+      auto& tr = comm.transport();
+      for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{20011}, std::size_t{300007}}) {
+        for (op reduction : all_ops) {
+          const dtype t = dtype::f32;
+          const auto expected = expected_period(t, world, reduction);
+          auto* in = static_cast<float*>(tr.allocate(count * sizeof(float)));
+          auto* out = static_cast<float*>(tr.allocate(count * sizeof(float)));
+          if (tr.registered_offset(in, count * 4) == shm::not_registered) throw std::runtime_error("not registered");
+          for (bool in_place : {false, true}) {
+            fill_pattern(in, t, info.rank, count, reduction);
+            if (in_place) comm.allreduce(tensor_view(in, count, t), reduction);
+            else comm.allreduce(const_tensor_view(in, count, t), tensor_view(out, count, t), reduction);
+            std::size_t first_bad = 0;
+            const auto wrong = count_wrong(in_place ? in : out, t, count, 0, expected, &first_bad);
+            if (wrong)
+              throw std::runtime_error("count " + std::to_string(count) + " " + std::string(name_of(reduction)) +
+                                       (in_place ? " in place" : " out of place") + ": " + std::to_string(wrong) +
+                                       " wrong, first at " + std::to_string(first_bad));
+            if (!in_place) {  // a registered input is read in place by peers, never written
+              std::vector<float> again(count);
+              fill_pattern(again.data(), t, info.rank, count, reduction);
+              if (std::memcmp(again.data(), in, count * 4) != 0) throw std::runtime_error("input modified");
+            }
+          }
+          tr.deallocate(in);
+          tr.deallocate(out);
+        }
+      }
+    });
+    for (std::size_t r = 0; r < results.size(); ++r) {
+      INFO("world ", world, " rank ", r, ": ", results[r].error);
+      CHECK(results[r].exit_code == 0);
+    }
+  }
+}
+
+TEST_CASE("allocate refuses what the pool cannot hold, naming the setting") {
+  auto results = fork_ranks(1, [](const tutti::rank_info& info) {
+    tutti::transport::shm_options o;
+    o.pool_bytes = 1 << 20;
+    shm t(info, o);
+    void* p = t.allocate(1 << 19);
+    try {
+      (void)t.allocate(1 << 20);
+    } catch (const tutti::invalid_argument& e) {
+      if (std::string(e.what()).find("TUTTI_SHM_POOL_BYTES") == std::string::npos) throw;
+      t.deallocate(p);
+      return;
+    }
+    throw std::runtime_error("allocation beyond the pool did not throw");
+  });
+  INFO(results[0].error);
+  CHECK(results[0].exit_code == 0);
+}

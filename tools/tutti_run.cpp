@@ -1,0 +1,677 @@
+//! @file tutti_run.cpp  tutti-run, the local launcher: starts N ranks of a program on this host
+//! with the TUTTI_* variables tutti's bootstrap reads, prefixes their output by rank, stops the
+//! whole job when one rank fails or the launcher is interrupted, and removes the job's
+//! shared-memory leftovers.
+//!
+//! One process, one poll() loop, no threads. Signals reach the loop through a self-pipe; children
+//! are reaped with waitpid(WNOHANG) on every turn. Each rank leads its own process group, so a stop
+//! signal also reaches what the rank started (a shell's children, data-loader workers).
+//! Linux only (prctl, pipe2, execvpe); libc and libstdc++ only.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+constexpr std::string_view synopsis =
+    "usage: tutti-run -n N [--job-id ID] [--grace SECONDS] [--no-prefix] [--] prog [args...]\n";
+
+constexpr std::string_view help_text =
+    "Starts N ranks of prog on this host, as tutti's bootstrap expects them.\n"
+    "\n"
+    "  -n N               number of ranks (1..65536)\n"
+    "  --job-id ID        job id, 1..64 of [A-Za-z0-9_-] (default: a fresh unique id)\n"
+    "  --grace SECONDS    how long ranks get to exit after a stop signal before SIGKILL\n"
+    "                     (default 3)\n"
+    "  --no-prefix        copy output through unchanged instead of prefixing \"[rank k] \"\n"
+    "  -h, --help         this text\n"
+    "\n"
+    "Rank k runs with TUTTI_RANK=k TUTTI_WORLD_SIZE=N TUTTI_LOCAL_RANK=k TUTTI_LOCAL_SIZE=N\n"
+    "TUTTI_JOB_ID=ID added to the environment. Its stdout and stderr go to tutti-run's stdout and\n"
+    "stderr a whole line at a time, prefixed \"[rank k] \". Rank 0 reads tutti-run's stdin unless\n"
+    "that is a terminal; every other rank reads /dev/null.\n"
+    "\n"
+    "SIGINT, SIGTERM and SIGHUP are forwarded to every rank (and what it started); a rank that exits\n"
+    "non-zero or is killed stops the others with SIGTERM. Ranks still running after the grace\n"
+    "period, or when a second signal arrives, are sent SIGKILL. When all ranks are gone, files in\n"
+    "/dev/shm named tutti-ID-* and owned by you are removed.\n"
+    "\n"
+    "Exit status: 0 when every rank exits 0; 128+signal when tutti-run was interrupted; 1 when a\n"
+    "rank failed; 2 on bad usage.\n";
+
+constexpr int max_ranks = 65536;
+constexpr std::size_t max_job_id = 64;
+constexpr double max_grace = 24 * 3600;
+constexpr std::size_t read_chunk = 64 * 1024;
+constexpr std::size_t max_partial_line = 64 * 1024;  //!< a longer line is written in pieces
+constexpr std::size_t drain_limit = 4 << 20;         //!< bytes read from a pipe after its rank exits
+constexpr int exit_failure = 1;
+constexpr int exit_usage = 2;
+
+// ---------------------------------------------------------------------------------------------
+// Writing. tutti-run is the only writer of its stdout and stderr, so composing each batch of whole
+// lines into one buffer and writing it fully is enough to keep ranks' lines apart.
+
+struct sink {
+  int fd;
+  bool broken = false;       //!< a write failed: further output is dropped
+  bool reader_gone = false;  //!< it failed with EPIPE: whoever read it has exited
+};
+
+sink sinks[2] = {{STDOUT_FILENO}, {STDERR_FILENO}};
+
+void write_all(sink& s, std::string_view data) {
+  while (!data.empty() && !s.broken) {
+    const ssize_t w = ::write(s.fd, data.data(), data.size());
+    if (w > 0) {
+      data.remove_prefix(static_cast<std::size_t>(w));
+    } else if (w < 0 && errno == EINTR) {
+      continue;
+    } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{s.fd, POLLOUT, 0};  // someone made our stdout non-blocking: wait instead of spinning
+      ::poll(&p, 1, -1);
+    } else {
+      s.broken = true;
+      s.reader_gone = w < 0 && errno == EPIPE;
+    }
+  }
+}
+
+void say(const std::string& message) { write_all(sinks[1], "tutti-run: " + message + "\n"); }
+
+[[noreturn]] void usage_error(const std::string& why) {
+  write_all(sinks[1], "tutti-run: " + why + "\n" + std::string(synopsis) +
+                          "Try 'tutti-run --help' for more information.\n");
+  std::exit(exit_usage);
+}
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+std::string signal_name(int sig) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+  if (const char* abbrev = ::sigabbrev_np(sig)) return std::string("SIG") + abbrev;
+#endif
+  if (const char* description = ::strsignal(sig)) return description;
+  return "unknown signal";
+}
+
+std::string plural(std::size_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", s);
+  return buf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Command line.
+
+struct options {
+  int ranks = 0;
+  std::string job_id;
+  bool job_id_given = false;
+  double grace_seconds = 3.0;
+  bool prefix = true;
+  char** command = nullptr;  //!< prog and its arguments, null-terminated (a tail of argv)
+};
+
+bool valid_job_id(std::string_view id) {
+  if (id.empty() || id.size() > max_job_id) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  });
+}
+
+//! "j" + the launcher's pid + 64 random bits, in fixed-width hex: unique between concurrent
+//! launches (distinct pids) and, thanks to the random part, across pid namespaces and reboots.
+//! No '-', so the tutti-<id>- prefix of one default id is never a prefix of another's.
+std::string fresh_job_id() {
+  std::uint64_t bits = 0;
+  try {
+    std::random_device device;
+    bits = (static_cast<std::uint64_t>(device()) << 32) ^ device();
+  } catch (...) {  // no entropy source: the clock below still varies
+  }
+  bits ^= static_cast<std::uint64_t>(steady::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "j%08x%016llx", static_cast<unsigned>(::getpid()),
+                static_cast<unsigned long long>(bits));
+  return buf;
+}
+
+options parse_command_line(int argc, char** argv) {
+  options opt;
+  bool have_ranks = false;
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') break;  // the program
+    if (arg == "-h" || arg == "--help") {
+      write_all(sinks[0], std::string(synopsis) + "\n" + std::string(help_text));
+      std::exit(0);
+    }
+    if (arg == "--no-prefix") {
+      opt.prefix = false;
+      continue;
+    }
+    // Options with a value: "-n 4", "-n4", "--grace 1", "--grace=1".
+    std::string_view name = arg;
+    std::string_view value;
+    bool inline_value = false;
+    if (arg.starts_with("--")) {
+      if (const auto eq = arg.find('='); eq != std::string_view::npos) {
+        name = arg.substr(0, eq);
+        value = arg.substr(eq + 1);
+        inline_value = true;
+      }
+    } else if (arg.starts_with("-n") && arg.size() > 2) {
+      name = "-n";
+      value = arg.substr(2);
+      inline_value = true;
+    }
+    if (name != "-n" && name != "--job-id" && name != "--grace")
+      usage_error("unknown option '" + std::string(arg) + "'");
+    if (!inline_value) {
+      if (i + 1 >= argc) usage_error("option " + std::string(name) + " needs a value");
+      value = argv[++i];
+    }
+    if (name == "-n") {
+      int n = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc{} || end != value.data() + value.size() || n < 1 || n > max_ranks)
+        usage_error("-n takes a number of ranks from 1 to " + std::to_string(max_ranks) + ", got '" +
+                    std::string(value) + "'");
+      opt.ranks = n;
+      have_ranks = true;
+    } else if (name == "--job-id") {
+      if (!valid_job_id(value))
+        usage_error("--job-id takes 1 to " + std::to_string(max_job_id) +
+                    " characters of [A-Za-z0-9_-], got '" + std::string(value) + "'");
+      opt.job_id = value;
+      opt.job_id_given = true;
+    } else {  // --grace
+      const std::string text(value);
+      char* end = nullptr;
+      errno = 0;
+      const double g = text.empty() ? -1 : std::strtod(text.c_str(), &end);
+      if (text.empty() || errno != 0 || *end != '\0' || !std::isfinite(g) || g < 0 || g > max_grace)
+        usage_error("--grace takes a number of seconds from 0 to " + std::to_string(int(max_grace)) +
+                    ", got '" + text + "'");
+      opt.grace_seconds = g;
+    }
+  }
+  if (!have_ranks) usage_error("missing -n N, the number of ranks");
+  if (i >= argc) usage_error("no program to run");
+  opt.command = argv + i;
+  if (!opt.job_id_given) opt.job_id = fresh_job_id();
+  return opt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signals: a self-pipe carries each signal's number to the poll loop.
+
+int signal_pipe[2] = {-1, -1};
+
+constexpr int touched_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE};
+struct sigaction original_action[std::size(touched_signals)];  //!< restored in the ranks
+
+extern "C" void on_signal(int sig) {
+  const int saved = errno;
+  const auto byte = static_cast<unsigned char>(sig);
+  [[maybe_unused]] const auto ignored = ::write(signal_pipe[1], &byte, 1);
+  errno = saved;
+}
+
+void install_signal_handlers() {
+  if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    say("cannot create the signal pipe: " + errno_text(errno));
+    std::exit(exit_failure);
+  }
+  for (std::size_t i = 0; i < std::size(touched_signals); ++i) {
+    const int sig = touched_signals[i];
+    ::sigaction(sig, nullptr, &original_action[i]);
+    struct sigaction action {};
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    if (sig == SIGPIPE) {
+      action.sa_handler = SIG_IGN;  // a closed stdout is an EPIPE we handle, not our death
+    } else if (original_action[i].sa_handler == SIG_IGN && sig != SIGCHLD) {
+      continue;  // started with it ignored (nohup, a non-interactive shell's '&'): keep it so
+    } else {
+      action.sa_handler = on_signal;
+      if (sig == SIGCHLD) action.sa_flags |= SA_NOCLDSTOP;
+    }
+    ::sigaction(sig, &action, nullptr);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// /dev/shm: tutti's shm transport names its segments "/tutti-<job id>-<anything>".
+
+std::size_t remove_job_segments(const std::string& job_id) {
+  const int dir_fd = ::open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return 0;
+  DIR* dir = ::fdopendir(dir_fd);
+  if (!dir) {
+    ::close(dir_fd);
+    return 0;
+  }
+  const std::string prefix = "tutti-" + job_id + "-";
+  std::vector<std::string> names;
+  while (const dirent* entry = ::readdir(dir))
+    if (std::string_view(entry->d_name).starts_with(prefix)) names.emplace_back(entry->d_name);
+  const uid_t me = ::geteuid();
+  std::size_t removed = 0;
+  for (const auto& name : names) {
+    struct stat st {};
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (st.st_uid != me || !S_ISREG(st.st_mode)) continue;
+    if (::unlinkat(dir_fd, name.c_str(), 0) == 0) ++removed;
+  }
+  ::closedir(dir);
+  return removed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The job.
+
+struct stream {
+  int fd = -1;          //!< read end of the rank's pipe; -1 once closed
+  std::string partial;  //!< bytes after the last newline seen
+};
+
+struct rank_state {
+  pid_t pid = -1;          //!< also its process group id
+  bool running = false;    //!< started and not yet reaped
+  bool signalled = false;  //!< its process group was sent a stop signal
+  stream streams[2];       //!< 0: stdout, 1: stderr
+};
+
+class job {
+ public:
+  explicit job(options opt) : opt_(std::move(opt)), ranks_(static_cast<std::size_t>(opt_.ranks)) {
+    const std::string_view ours[] = {"TUTTI_RANK=", "TUTTI_WORLD_SIZE=", "TUTTI_LOCAL_RANK=",
+                                     "TUTTI_LOCAL_SIZE=", "TUTTI_JOB_ID="};
+    for (char** e = environ; e && *e; ++e) {
+      const std::string_view entry = *e;
+      if (std::none_of(std::begin(ours), std::end(ours), [&](auto p) { return entry.starts_with(p); }))
+        environment_.push_back(*e);
+    }
+  }
+
+  int run() {
+    if (opt_.job_id_given) {
+      // An explicit id may be reused after a crash: the new job must not attach to old segments.
+      if (const auto n = remove_job_segments(opt_.job_id); n > 0)
+        say("removed " + plural(n, "stale shared-memory segment") + " of job " + opt_.job_id +
+            " left by an earlier launch");
+    }
+    for (int k = 0; k < opt_.ranks; ++k) {
+      if (!launch(k)) {
+        failed_ = true;
+        break;
+      }
+      read_signals();  // stop launching once interrupted
+      if (stopping_) break;
+    }
+    if (failed_ && !stopping_) begin_stop(SIGTERM);
+
+    while (running_ > 0) loop_once();
+
+    // Every rank is gone; a pipe may still be held open by something a rank left behind.
+    for (auto& r : ranks_) {
+      drain(r);
+      for (int w = 0; w < 2; ++w) finish(r, w);
+    }
+    if (stopping_)  // what the stopped ranks started goes with them
+      for (const auto& r : ranks_)
+        if (r.signalled) ::kill(-r.pid, SIGKILL);
+
+    if (const auto n = remove_job_segments(opt_.job_id); n > 0)
+      say("removed " + plural(n, "leftover shared-memory segment") + " of job " + opt_.job_id);
+
+    if (interrupted_by_) return 128 + interrupted_by_;
+    return failed_ ? exit_failure : 0;
+  }
+
+ private:
+  // --- starting ranks ---
+
+  bool launch(int k) {
+    int out[2], err[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+      say("cannot start rank " + std::to_string(k) + ": pipe: " + errno_text(errno));
+      return false;
+    }
+    if (::pipe2(err, O_CLOEXEC) != 0) {
+      say("cannot start rank " + std::to_string(k) + ": pipe: " + errno_text(errno));
+      ::close(out[0]);
+      ::close(out[1]);
+      return false;
+    }
+    // Everything the child needs is built before fork.
+    const std::string n = std::to_string(opt_.ranks), r = std::to_string(k);
+    std::string ours[] = {"TUTTI_RANK=" + r, "TUTTI_WORLD_SIZE=" + n, "TUTTI_LOCAL_RANK=" + r,
+                          "TUTTI_LOCAL_SIZE=" + n, "TUTTI_JOB_ID=" + opt_.job_id};
+    std::vector<char*> envp(environment_);
+    for (auto& s : ours) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    const pid_t parent = ::getpid();
+
+    // Blocked across fork so that no handler of ours runs in the child before it restores the
+    // original dispositions (it would write into our signal pipe).
+    sigset_t all, previous;
+    sigfillset(&all);
+    ::sigprocmask(SIG_BLOCK, &all, &previous);
+    const pid_t pid = ::fork();
+    if (pid == 0) exec_rank(k, out[1], err[1], envp.data(), previous, parent);
+    const int fork_errno = errno;
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+
+    ::close(out[1]);
+    ::close(err[1]);
+    if (pid < 0) {
+      ::close(out[0]);
+      ::close(err[0]);
+      say("cannot start rank " + std::to_string(k) + ": fork: " + errno_text(fork_errno));
+      return false;
+    }
+    ::setpgid(pid, pid);  // also done by the child; whoever is first wins, the other may fail
+    auto& rank = ranks_[static_cast<std::size_t>(k)];
+    rank.pid = pid;
+    rank.running = true;
+    rank.streams[0].fd = out[0];
+    rank.streams[1].fd = err[0];
+    for (int fd : {out[0], err[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    by_pid_[pid] = k;
+    ++running_;
+    return true;
+  }
+
+  [[noreturn]] void exec_rank(int k, int out_fd, int err_fd, char** envp, const sigset_t& mask,
+                              pid_t parent) {
+    ::setpgid(0, 0);
+    for (std::size_t i = 0; i < std::size(touched_signals); ++i)
+      ::sigaction(touched_signals[i], &original_action[i], nullptr);
+    ::sigprocmask(SIG_SETMASK, &mask, nullptr);
+    // If tutti-run dies without a chance to stop us (SIGKILL, OOM killer), so do we.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(exit_failure);
+    ::dup2(out_fd, STDOUT_FILENO);
+    ::dup2(err_fd, STDERR_FILENO);
+    if (k != 0 || ::isatty(STDIN_FILENO)) {
+      // Ranks lead their own process groups: reading the terminal would stop them (SIGTTIN).
+      const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    }
+    ::execvpe(opt_.command[0], opt_.command, envp);
+    const int e = errno;
+    char message[512];
+    const int len = std::snprintf(message, sizeof message, "tutti-run: cannot execute '%s': %s\n",
+                                  opt_.command[0], std::strerror(e));
+    if (len > 0) {
+      const auto size = std::min(static_cast<std::size_t>(len), sizeof message - 1);
+      [[maybe_unused]] const auto ignored = ::write(STDERR_FILENO, message, size);
+    }
+    ::_exit(e == ENOENT ? 127 : 126);  // the shell's convention: not found / found, not runnable
+  }
+
+  // --- the loop ---
+
+  void loop_once() {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<rank_state*, int>> owners;
+    fds.push_back({signal_pipe[0], POLLIN, 0});
+    owners.emplace_back(nullptr, 0);
+    for (auto& r : ranks_)
+      for (int w = 0; w < 2; ++w)
+        if (r.streams[w].fd >= 0) {
+          fds.push_back({r.streams[w].fd, POLLIN, 0});
+          owners.emplace_back(&r, w);
+        }
+
+    int timeout_ms = 1000;  // SIGCHLD wakes us; this is only a safety net
+    if (stopping_ && !killed_) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - steady::now()).count();
+      timeout_ms = static_cast<int>(std::clamp<long long>(left, 0, timeout_ms));
+    }
+    const int ready = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (ready < 0 && errno != EINTR) {
+      say("poll: " + errno_text(errno));
+      ::usleep(10000);
+    }
+
+    read_signals();
+    reap();
+    if (ready > 0)
+      for (std::size_t i = 1; i < fds.size(); ++i) {
+        auto [r, w] = owners[i];
+        if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) && r->streams[w].fd == fds[i].fd)
+          read_once(*r, w);
+      }
+    if (stopping_ && !killed_ && steady::now() >= deadline_) {
+      const auto still = static_cast<std::size_t>(running_);
+      if (still > 0)
+        say(plural(still, "rank") + " still running " + seconds_text(opt_.grace_seconds) + " after " +
+            signal_name(stop_signal_) + "; sending SIGKILL");
+      kill_all();
+    }
+  }
+
+  void read_signals() {
+    unsigned char buf[64];
+    ssize_t n;
+    while ((n = ::read(signal_pipe[0], buf, sizeof buf)) > 0)
+      for (ssize_t i = 0; i < n; ++i)
+        if (buf[i] != SIGCHLD) on_stop_signal(buf[i]);
+  }
+
+  void on_stop_signal(int sig) {
+    if (!interrupted_by_) interrupted_by_ = sig;
+    if (!stopping_) {
+      say("received " + signal_name(sig) + "; forwarding it to " + plural(std::size_t(running_), "rank"));
+      begin_stop(sig);
+    } else if (!killed_) {
+      say("received " + signal_name(sig) + " while stopping; sending SIGKILL to every rank");
+      kill_all();
+    }
+  }
+
+  void reap() {
+    for (;;) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid < 0 && errno == EINTR) continue;
+      if (pid <= 0) break;
+      const auto it = by_pid_.find(pid);
+      if (it == by_pid_.end()) continue;
+      const int k = it->second;
+      auto& r = ranks_[static_cast<std::size_t>(k)];
+      r.running = false;
+      --running_;
+      drain(r);  // its last words come before our verdict
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+      if (!stopping_) {
+        if (WIFEXITED(status)) {
+          say("rank " + std::to_string(k) + " exited with status " + std::to_string(WEXITSTATUS(status)));
+        } else if (WIFSIGNALED(status)) {
+          const int sig = WTERMSIG(status);
+          say("rank " + std::to_string(k) + " was killed by signal " + std::to_string(sig) + " (" +
+              signal_name(sig) + (WCOREDUMP(status) ? ", core dumped" : "") + ")");
+        }
+      }
+      failed_ = true;
+    }
+    if (failed_ && !stopping_) begin_stop(SIGTERM);
+  }
+
+  void begin_stop(int sig) {
+    stopping_ = true;
+    stop_signal_ = sig;
+    deadline_ = steady::now() + std::chrono::duration_cast<steady::duration>(
+                                    std::chrono::duration<double>(opt_.grace_seconds));
+    for (auto& r : ranks_)
+      if (r.running) {
+        signal_group(r, sig);
+        r.signalled = true;
+      }
+  }
+
+  void kill_all() {
+    killed_ = true;
+    for (auto& r : ranks_)
+      if (r.running || r.signalled) signal_group(r, SIGKILL);
+  }
+
+  static void signal_group(const rank_state& r, int sig) {
+    if (::kill(-r.pid, sig) != 0 && errno == ESRCH && r.running) ::kill(r.pid, sig);
+  }
+
+  // --- output ---
+
+  std::string prefix(const rank_state& r) const {
+    if (!opt_.prefix) return {};
+    return "[rank " + std::to_string(&r - ranks_.data()) + "] ";
+  }
+
+  //! Reads what one turn of the loop may: one chunk, so that a chatty rank cannot starve the rest.
+  //! Returns false when the stream is finished (EOF or error) or would block.
+  bool read_once(rank_state& r, int w) {
+    char buf[read_chunk];
+    const ssize_t n = ::read(r.streams[w].fd, buf, sizeof buf);
+    if (n > 0) {
+      consume(r, w, std::string_view(buf, static_cast<std::size_t>(n)));
+      return true;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+    finish(r, w);
+    return false;
+  }
+
+  //! Reads what is already in the rank's pipes, up to a limit (a grandchild may keep writing).
+  void drain(rank_state& r) {
+    for (int w = 0; w < 2; ++w) {
+      std::size_t total = 0;
+      while (r.streams[w].fd >= 0 && total < drain_limit && read_once(r, w)) total += read_chunk;
+    }
+  }
+
+  void consume(rank_state& r, int w, std::string_view data) {
+    auto& s = r.streams[w];
+    const std::string p = prefix(r);
+    std::string out;
+    while (!data.empty()) {
+      const auto nl = data.find('\n');
+      if (nl == std::string_view::npos) break;
+      out += p;
+      out += s.partial;
+      out += data.substr(0, nl + 1);
+      s.partial.clear();
+      data.remove_prefix(nl + 1);
+    }
+    s.partial += data;
+    if (s.partial.size() >= max_partial_line) {  // memory stays bounded; the line is split
+      out += p;
+      out += s.partial;
+      if (opt_.prefix) out += '\n';
+      s.partial.clear();
+    }
+    emit(w, out);
+  }
+
+  //! Closes a stream, writing its last line even without a newline.
+  void finish(rank_state& r, int w) {
+    auto& s = r.streams[w];
+    if (s.fd < 0) return;
+    if (!s.partial.empty()) {
+      std::string out = prefix(r) + s.partial;
+      if (opt_.prefix) out += '\n';  // --no-prefix passes the bytes through exactly
+      s.partial.clear();
+      emit(w, out);
+    }
+    ::close(s.fd);
+    s.fd = -1;
+  }
+
+  void emit(int w, std::string_view out) {
+    if (out.empty()) return;
+    auto& s = sinks[w];
+    if (s.broken) return;
+    write_all(s, out);
+    if (s.reader_gone) {
+      // Like any program in a pipeline whose reader left: close the ranks' pipes of this stream,
+      // so their next write fails (SIGPIPE) as it would have without us in between.
+      for (auto& r : ranks_)
+        if (r.streams[w].fd >= 0) {
+          ::close(r.streams[w].fd);
+          r.streams[w].fd = -1;
+          r.streams[w].partial.clear();
+        }
+    }
+  }
+
+  options opt_;
+  std::vector<rank_state> ranks_;
+  std::vector<char*> environment_;  //!< ours, minus the TUTTI_* variables we set per rank
+  std::unordered_map<pid_t, int> by_pid_;
+  int running_ = 0;
+  bool failed_ = false;
+  bool stopping_ = false;
+  bool killed_ = false;
+  int stop_signal_ = 0;
+  int interrupted_by_ = 0;  //!< first SIGINT/SIGTERM/SIGHUP received
+  steady::time_point deadline_{};
+};
+
+//! A closed stdin/stdout/stderr would be handed out again by pipe2() and then lost in dup2().
+void ensure_standard_fds_open() {
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+      const int null_fd = ::open("/dev/null", O_RDWR);
+      if (null_fd >= 0 && null_fd != fd) {
+        ::dup2(null_fd, fd);
+        ::close(null_fd);
+      }
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ensure_standard_fds_open();
+  options opt = parse_command_line(argc, argv);
+  install_signal_handlers();
+  return job(std::move(opt)).run();
+}
