@@ -48,13 +48,14 @@ constexpr std::string_view help_text =
     "  --job-id ID        job id, 1..64 of [A-Za-z0-9_-] (default: a fresh unique id)\n"
     "  --grace SECONDS    how long ranks get to exit after a stop signal before SIGKILL\n"
     "                     (default 3)\n"
-    "  --no-prefix        copy output through unchanged instead of prefixing \"[rank k] \"\n"
+    "  --no-prefix        no \"[rank k] \" prefix: output bytes pass unchanged\n"
     "  -h, --help         this text\n"
     "\n"
     "Rank k runs with TUTTI_RANK=k TUTTI_WORLD_SIZE=N TUTTI_LOCAL_RANK=k TUTTI_LOCAL_SIZE=N\n"
     "TUTTI_JOB_ID=ID added to the environment. Its stdout and stderr go to tutti-run's stdout and\n"
-    "stderr a whole line at a time, prefixed \"[rank k] \". Rank 0 reads tutti-run's stdin unless\n"
-    "that is a terminal; every other rank reads /dev/null.\n"
+    "stderr a whole line at a time (lines over 64 KiB in pieces), prefixed \"[rank k] \"; a last\n"
+    "line without newline gets one. Rank 0 reads tutti-run's stdin unless that is a terminal;\n"
+    "every other rank reads /dev/null.\n"
     "\n"
     "SIGINT, SIGTERM and SIGHUP are forwarded to every rank (and what it started); a rank that exits\n"
     "non-zero or is killed stops the others with SIGTERM. Ranks still running after the grace\n"
@@ -332,12 +333,6 @@ class job {
   }
 
   int run() {
-    if (opt_.job_id_given) {
-      // An explicit id may be reused after a crash: the new job must not attach to old segments.
-      if (const auto n = remove_job_segments(opt_.job_id); n > 0)
-        say("removed " + plural(n, "stale shared-memory segment") + " of job " + opt_.job_id +
-            " left by an earlier launch");
-    }
     for (int k = 0; k < opt_.ranks; ++k) {
       if (!launch(k)) {
         failed_ = true;
@@ -357,7 +352,7 @@ class job {
     }
     if (stopping_)  // what the stopped ranks started goes with them
       for (const auto& r : ranks_)
-        if (r.signalled) ::kill(-r.pid, SIGKILL);
+        if (r.signalled) signal_group(r, SIGKILL);
 
     if (const auto n = remove_job_segments(opt_.job_id); n > 0)
       say("removed " + plural(n, "leftover shared-memory segment") + " of job " + opt_.job_id);
@@ -556,6 +551,7 @@ class job {
   }
 
   static void signal_group(const rank_state& r, int sig) {
+    if (r.pid <= 0) return;  // never started: kill(-(-1)) would be kill(1)
     if (::kill(-r.pid, sig) != 0 && errno == ESRCH && r.running) ::kill(r.pid, sig);
   }
 

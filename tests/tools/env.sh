@@ -21,6 +21,14 @@ for k in 0 1; do
   grep -qxF "[rank $k] $k 2 $k 2 my_Job-42" "$tmp/explicit.out" || fail "--job-id: no correct line for rank $k"
 done
 
+# Exactly one of each variable: a duplicate would be resolved differently by different programs.
+TUTTI_RANK=7 TUTTI_JOB_ID=stale launch dup -n 1 env
+expect_status 0 "env"
+for var in TUTTI_RANK TUTTI_WORLD_SIZE TUTTI_LOCAL_RANK TUTTI_LOCAL_SIZE TUTTI_JOB_ID; do
+  [[ $(grep -c "^\[rank 0\] $var=" "$tmp/dup.out") == 1 ]] || fail "$var is not set exactly once"
+done
+grep -qxF "[rank 0] TUTTI_RANK=0" "$tmp/dup.out" || fail "TUTTI_RANK is not 0 for rank 0"
+
 # The program's own arguments, after --, are not taken for options.
 launch args -n 1 -- sh -c 'printf "<%s>" "$@"; echo' sh -n 5 --grace x
 expect_status 0 "arguments after --"

@@ -23,6 +23,7 @@ rank='trap "" TERM
 touch "$TT_DIR/b-ready-$TUTTI_RANK"
 while :; do sleep 0.05; done'
 "$run" -n 2 --grace 60 sh -c "$rank" >"$tmp/b.out" 2>"$tmp/b.err" & pid=$!
+cleanup_hooks+=("kill -KILL $pid 2>/dev/null")
 wait_for_file "$tmp/b-ready-0"
 wait_for_file "$tmp/b-ready-1"
 start=$(now_ms)

@@ -10,6 +10,5 @@ wait "$b" || fail "second launch failed"
 
 ids=$(sed -n 's/^\[rank 0\] //p' "$tmp/a.out" "$tmp/b.out" "$tmp/c.out")
 [[ $(wc -l <<<"$ids") == 3 ]] || fail "expected one id per launch, got: $ids"
-grep -qvE '^[A-Za-z0-9_-]{1,64}$' <<<"$ids" && fail "malformed job id in: $ids"
+if grep -qvE '^[A-Za-z0-9_-]{1,64}$' <<<"$ids"; then fail "malformed job id in: $ids"; fi
 [[ $(sort -u <<<"$ids" | wc -l) == 3 ]] || fail "job ids repeat: $ids"
-exit 0

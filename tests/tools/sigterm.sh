@@ -8,6 +8,7 @@ touch "$TT_DIR/ready-$TUTTI_RANK"
 sleep 30 &
 wait'
 "$run" -n 2 sh -c "$rank" >"$tmp/job.out" 2>"$tmp/job.err" & pid=$!
+cleanup_hooks+=("kill -KILL $pid 2>/dev/null")
 wait_for_file "$tmp/ready-0"
 wait_for_file "$tmp/ready-1"
 start=$(now_ms)
@@ -20,5 +21,4 @@ expect_in "$tmp/job.out" "[rank 0] rank 0 got TERM" "rank 0 saw SIGTERM"
 expect_in "$tmp/job.out" "[rank 1] rank 1 got TERM" "rank 1 saw SIGTERM"
 expect_in "$tmp/job.err" "tutti-run: received SIGTERM" "tutti-run says what it received"
 expect_faster_than 10000 "stopping after SIGTERM"
-grep -q "exited with status\|was killed by" "$tmp/job.err" && fail "ranks that obeyed SIGTERM reported as failures"
-exit 0
+if grep -q "exited with status\|was killed by" "$tmp/job.err"; then fail "ranks that obeyed SIGTERM reported as failures"; fi

@@ -9,7 +9,7 @@ while IFS= read -r line; do
   launch "bad$i" "${args[@]}"
   expect_status 2 "tutti-run $line"
   expect_in "$tmp/bad$i.err" "usage: tutti-run -n N" "tutti-run $line"
-  [[ -s $tmp/bad$i.out ]] && fail "tutti-run $line wrote to stdout"
+  if [[ -s $tmp/bad$i.out ]]; then fail "tutti-run $line wrote to stdout"; fi
 done <<EOT
 -n 0 true
 -n 3

@@ -46,7 +46,9 @@ struct alignas(line) slot_header {
 //! registered memory that peers read directly.
 struct alignas(line) window_flags {
   std::atomic<std::uint64_t> value[4];  //!< signal slots, each a monotonically rising epoch
-  std::atomic<std::uint64_t> offset[2]; //!< where this rank's data for the current epoch lives
+  //! Where this rank's data for an epoch lives, for signal slots 0 and 1, by epoch parity: a peer
+  //! one epoch behind must still find the previous epoch's offset.
+  std::atomic<std::uint64_t> offset[2][2];
 };
 
 //! Byte offsets inside a segment, identical in every rank of a job.

@@ -263,7 +263,7 @@ class shm {
   //! Publishes `value` in this rank's signal `slot` (and an offset peers read after seeing it).
   void signal(unsigned slot, std::uint64_t value, std::uint64_t offset = 0) noexcept {
     auto* f = flags(rank_);
-    if (slot < 2) f->offset[slot].store(offset, std::memory_order_relaxed);
+    if (slot < 2) f->offset[slot][value & 1].store(offset, std::memory_order_relaxed);
     f->value[slot].store(value, std::memory_order_release);
   }
 
@@ -286,7 +286,8 @@ class shm {
       }
       b.pause();
     }
-    return slot < 2 ? f->offset[slot].load(std::memory_order_relaxed) : 0;
+    // Peers are at most one epoch apart, so the parity of `value` picks the right offset.
+    return slot < 2 ? f->offset[slot][value & 1].load(std::memory_order_relaxed) : 0;
   }
 
  private:
