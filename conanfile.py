@@ -40,6 +40,7 @@ class TuttiConan(ConanFile):
         tc.cache_variables["TUTTI_BUILD_TESTS"] = False
         tc.cache_variables["TUTTI_BUILD_EXAMPLES"] = False
         tc.cache_variables["TUTTI_BUILD_BENCH"] = False
+        tc.cache_variables["TUTTI_BUILD_TOOLS"] = False  # a header-library package carries no binaries
         tc.generate()
 
     def build(self):

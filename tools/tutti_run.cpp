@@ -279,7 +279,7 @@ void install_signal_handlers() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// /dev/shm: tutti's shm transport names its segments "/tutti-<job id>-<anything>".
+// /dev/shm: tutti's shm transport names its segments "/tutti-<job id>.<anything>" ("." never occurs in a job id).
 
 std::size_t remove_job_segments(const std::string& job_id) {
   const int dir_fd = ::open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -289,7 +289,8 @@ std::size_t remove_job_segments(const std::string& job_id) {
     ::close(dir_fd);
     return 0;
   }
-  const std::string prefix = "tutti-" + job_id + "-";
+  // "." cannot occur in a job id, so job "a" never matches the segments of job "a-b".
+  const std::string prefix = "tutti-" + job_id + ".";
   std::vector<std::string> names;
   while (const dirent* entry = ::readdir(dir))
     if (std::string_view(entry->d_name).starts_with(prefix)) names.emplace_back(entry->d_name);

@@ -24,7 +24,7 @@ tutti::deadline soon() { return tutti::deadline::after(std::chrono::seconds(20))
 int shm_entries(const std::string& job) {
   int n = 0;
   for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
-    if (e.path().filename().string().rfind("tutti-" + job + "-", 0) == 0) ++n;
+    if (e.path().filename().string().rfind("tutti-" + job + ".", 0) == 0) ++n;
   return n;
 }
 
@@ -179,7 +179,7 @@ TEST_CASE("shm: a job id already in use is refused with a clear error, not joine
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   // While it waits its segment exists, private to this user.
   struct stat st {};
-  REQUIRE(::stat(("/dev/shm/tutti-" + job + "-0").c_str(), &st) == 0);
+  REQUIRE(::stat(("/dev/shm/tutti-" + job + ".0").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
   auto dup = fork_ranks(1, [](const tutti::rank_info& info) {
     tutti::rank_info again = info;

@@ -1,7 +1,7 @@
 //! @file transport.hpp  transport::shm — ranks are processes on one host, talking through
 //! shared memory.
 //!
-//! Bootstrap: each rank creates its own segment (/dev/shm/tutti-<job>-<rank>, mode 0600) holding
+//! Bootstrap: each rank creates its own segment (/dev/shm/tutti-<job>.<rank>, mode 0600) holding
 //! one inbound ring per peer, maps every peer's segment, and unlinks its own name as soon as all
 //! peers have mapped it. From then on nothing is left in /dev/shm, whatever happens to the job.
 //!
@@ -296,7 +296,7 @@ class shm {
   }
 
   static std::string segment_name(const std::string& job, int rank) {
-    return "/tutti-" + job + "-" + std::to_string(rank);
+    return "/tutti-" + job + "." + std::to_string(rank);  // "." cannot occur in a job id
   }
 
   shm_detail::segment_header* header(int r) const noexcept {
