@@ -26,6 +26,7 @@
 #include "tutti/algorithm/context.hpp"
 #include "tutti/codec/concepts.hpp"
 #include "tutti/codec/none.hpp"
+#include "tutti/core/collective.hpp"
 #include "tutti/core/config.hpp"
 #include "tutti/core/dtype.hpp"
 #include "tutti/core/error.hpp"
@@ -53,19 +54,6 @@ struct communicator_options {
     return o;
   }
 };
-
-enum class collective : std::uint8_t { allreduce, reduce_scatter, allgather, broadcast, barrier };
-
-[[nodiscard]] constexpr std::string_view name_of(collective c) noexcept {
-  switch (c) {
-    case collective::allreduce: return "allreduce";
-    case collective::reduce_scatter: return "reduce_scatter";
-    case collective::allgather: return "allgather";
-    case collective::broadcast: return "broadcast";
-    case collective::barrier: return "barrier";
-  }
-  return "?";
-}
 
 namespace detail {
 
@@ -149,37 +137,6 @@ struct sorted_policies {
   static_assert(codec_pick::count != 1 || !codec_policy<codec> || codec::lossless,
                 "tutti::communicator<...>: lossy codecs are not built yet; use codec::none");
 };
-
-//! What every rank tells every other before a collective; compared field by field.
-struct collective_descriptor {
-  std::uint64_t sequence = 0;  //!< how many collectives this rank has started on this communicator
-  std::uint64_t count = 0;
-  std::int32_t root = -1;
-  std::uint8_t kind = 0;
-  std::uint8_t type = 0;
-  std::uint8_t reduction = 0;
-  std::uint8_t arguments_ok = 1;  //!< 0: this rank refused its own arguments
-};
-
-inline std::string describe_field(const collective_descriptor& d, int field) {
-  switch (field) {
-    case 0: return std::string(name_of(static_cast<collective>(d.kind))) + " #" + std::to_string(d.sequence);
-    case 1: return "dtype=" + std::string(name_of(static_cast<dtype>(d.type)));
-    case 2: return "op=" + std::string(name_of(static_cast<op>(d.reduction)));
-    case 3: return "count=" + std::to_string(d.count);
-    default: return "root=" + std::to_string(d.root);
-  }
-}
-
-//! The first field (in the order collective, dtype, op, count, root) where two descriptors differ, or -1.
-inline int first_difference(const collective_descriptor& a, const collective_descriptor& b) {
-  if (a.kind != b.kind || a.sequence != b.sequence) return 0;
-  if (a.type != b.type) return 1;
-  if (a.reduction != b.reduction) return 2;
-  if (a.count != b.count) return 3;
-  if (a.root != b.root) return 4;
-  return -1;
-}
 
 inline bool overlaps(const void* a, std::size_t an, const void* b, std::size_t bn) noexcept {
   const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
@@ -318,8 +275,8 @@ class communicator {
     return const_tensor_view(std::span(std::ranges::data(r), std::ranges::size(r)));
   }
 
-  detail::collective_descriptor describe(collective kind, dtype t, op o, std::size_t count, int root) {
-    detail::collective_descriptor d;
+  collective_descriptor describe(collective kind, dtype t, op o, std::size_t count, int root) {
+    collective_descriptor d;
     d.sequence = ++sequence_;
     d.kind = static_cast<std::uint8_t>(kind);
     d.type = static_cast<std::uint8_t>(t);
@@ -329,12 +286,12 @@ class communicator {
     return d;
   }
 
-  [[nodiscard]] std::string where(const detail::collective_descriptor& d) const {
+  [[nodiscard]] std::string where(const collective_descriptor& d) const {
     return "rank " + std::to_string(rank()) + ": " + std::string(name_of(static_cast<collective>(d.kind))) + " #" +
            std::to_string(d.sequence) + ": ";
   }
 
-  std::string check_common(const detail::collective_descriptor& d, const_tensor_view in, tensor_view out) const {
+  std::string check_common(const collective_descriptor& d, const_tensor_view in, tensor_view out) const {
     const auto t = static_cast<dtype>(d.type);
     if (!is_valid(t)) return "dtype value " + std::to_string(d.type) + " is not a tutti::dtype";
     if (!is_valid(static_cast<op>(d.reduction))) return "op value " + std::to_string(d.reduction) + " is not a tutti::op";
@@ -356,15 +313,26 @@ class communicator {
 
   //! Checks arguments here and across ranks, then runs the algorithm under one deadline.
   template <class F>
-  void run(const detail::collective_descriptor& d, const std::string& bad, F&& body) {
+  void run(const collective_descriptor& d, const std::string& bad, F&& body) {
     if (!broken_.empty()) throw error(where(d) + "communicator is unusable after an earlier failure: " + broken_);
     const auto until = deadline::after(options_.timeout);
     auto desc = d;
     desc.arguments_ok = bad.empty() ? 1 : 0;
-    if (options_.check) guarded(desc, "while checking arguments across ranks: ", [&] { agree(desc, until); });
-    if (!bad.empty()) throw invalid_argument(where(d) + bad);
+    // An algorithm that checks arguments in its first synchronisation saves a round trip.
+    constexpr bool in_algorithm = checks_arguments<algorithm_type, context_type>;
+    if (options_.check && !in_algorithm)
+      guarded(desc, "while checking arguments across ranks: ", [&] { agree(desc, until); });
+    const bool check_in_algorithm = options_.check && in_algorithm;
+    context_type c(*transport_, scratch_, d.sequence, until, options_.chunk_bytes, check_in_algorithm ? &desc : nullptr,
+                   &descriptors_);
+    if (!bad.empty()) {
+      if constexpr (in_algorithm) {
+        if (check_in_algorithm)
+          guarded(desc, "while checking arguments across ranks: ", [&] { algorithm_type::agree(c); });
+      }
+      throw invalid_argument(where(d) + bad);
+    }
     if (log_enabled(log_level::trace)) log(log_level::trace, rank(), where(d) + detail::describe_field(d, 3));
-    context_type c(*transport_, scratch_, d.sequence, until, options_.chunk_bytes);
     guarded(d, "", [&] { body(c); });
   }
 
@@ -372,7 +340,7 @@ class communicator {
   //! withdraw them all (abort also tells the peers this rank is gone, so they stop waiting on it),
   //! mark the communicator unusable, and rethrow the same kind of error with the collective named.
   template <class F>
-  void guarded(const detail::collective_descriptor& d, const char* during, F&& body) {
+  void guarded(const collective_descriptor& d, const char* during, F&& body) {
     try {
       body();
     } catch (const mismatch&) {
@@ -391,14 +359,14 @@ class communicator {
     }
   }
 
-  void fail(const detail::collective_descriptor& d, const char* what) {
+  void fail(const collective_descriptor& d, const char* what) {
     broken_ = where(d) + what;
     transport_->abort();
   }
 
   //! Every rank sends its descriptor to every other (tag 0: data tags are sequence numbers >= 1)
   //! and compares all of them with rank 0's, so all ranks reach the same verdict and message.
-  void agree(const detail::collective_descriptor& mine, deadline until) {
+  void agree(const collective_descriptor& mine, deadline until) {
     const int n = size(), me = rank();
     if (n == 1) return;
     descriptors_.resize(static_cast<std::size_t>(n));
@@ -411,19 +379,13 @@ class communicator {
       requests_[2 * p + 1] = transport_->send(p, 0, &mine, sizeof(mine));
     }
     for (auto& r : requests_) transport_->wait(r, until);
-    const auto& ref = descriptors_[0];
-    for (int p = 1; p < n; ++p) {
-      const auto& other = descriptors_[static_cast<std::size_t>(p)];
-      const int field = detail::first_difference(ref, other);
-      if (field >= 0)
-        throw mismatch(where(mine) + "ranks disagree: rank 0 has " + detail::describe_field(ref, field) + ", rank " +
-                       std::to_string(p) + " has " + detail::describe_field(other, field));
-    }
-    for (int p = 0; p < n; ++p) {
-      if (p != me && !descriptors_[static_cast<std::size_t>(p)].arguments_ok && mine.arguments_ok)
-        throw invalid_argument(where(mine) + "rank " + std::to_string(p) +
-                               " refused its arguments (its own error says why); no data was moved");
-    }
+    enforce(mine, judge(descriptors_, me));
+  }
+
+  //! Throws what the ranks' agreement demands, the same on every rank.
+  void enforce(const collective_descriptor& mine, const agreement& verdict) const {
+    if (verdict.kind == agreement::mismatch) throw mismatch(where(mine) + verdict.message);
+    if (verdict.kind == agreement::refused) throw invalid_argument(where(mine) + verdict.message);
   }
 
   std::unique_ptr<transport_type> owned_;
@@ -432,7 +394,7 @@ class communicator {
   algorithm::scratch_buffer scratch_;
   std::uint64_t sequence_ = 0;
   std::string broken_;  //!< non-empty once a collective failed midway: data may be partial
-  std::vector<detail::collective_descriptor> descriptors_;
+  std::vector<collective_descriptor> descriptors_;
   std::vector<typename transport_type::request> requests_;
 };
 

@@ -38,4 +38,13 @@ concept has_broadcast = requires(Ctx& c, const void* in, void* out, std::size_t 
 template <class A, class Ctx>
 concept has_barrier = requires(Ctx& c) { A::barrier(c); };
 
+//! The algorithm checks ranks' arguments in its own first synchronisation (saving the
+//! communicator's separate round): it sets `checks_arguments` and offers `agree(ctx)`, which runs
+//! just that check (for a rank whose own arguments were refused).
+template <class A, class Ctx>
+concept checks_arguments = requires(Ctx& c) {
+  requires A::checks_arguments;
+  A::agree(c);
+};
+
 }  // namespace tutti

@@ -6,6 +6,11 @@
 #include <memory>
 #include <new>
 
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tutti/core/collective.hpp"
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
 
@@ -41,8 +46,30 @@ class context {
   using transport_type = Transport;
   using request = typename Transport::request;
 
-  context(Transport& t, scratch_buffer& s, std::uint64_t tag, deadline until, std::size_t chunk_bytes) noexcept
-      : transport_(t), scratch_(s), tag_(tag), until_(until), chunk_bytes_(chunk_bytes) {}
+  context(Transport& t, scratch_buffer& s, std::uint64_t tag, deadline until, std::size_t chunk_bytes,
+          const collective_descriptor* to_check = nullptr, std::vector<collective_descriptor>* peers = nullptr) noexcept
+      : transport_(t), scratch_(s), tag_(tag), until_(until), chunk_bytes_(chunk_bytes), to_check_(to_check),
+        peers_(peers) {}
+
+  //! For algorithms that check arguments in their first synchronisation (`checks_arguments`): this
+  //! rank's descriptor to publish, or null when checking is off or already done.
+  [[nodiscard]] const collective_descriptor* descriptor() const noexcept { return to_check_; }
+  //! Room for every rank's descriptor (reused across collectives).
+  [[nodiscard]] std::span<collective_descriptor> descriptors() {
+    peers_->resize(static_cast<std::size_t>(size()));
+    return *peers_;
+  }
+  //! Judges all ranks' descriptors exactly as the communicator would; throws mismatch or
+  //! invalid_argument with the same message on every rank.
+  void verify(std::span<const collective_descriptor> all) const {
+    const auto verdict = judge(all, rank());
+    if (verdict.kind == agreement::agree) return;
+    const std::string where = "rank " + std::to_string(rank()) + ": " +
+                              std::string(name_of(static_cast<collective>(to_check_->kind))) + " #" +
+                              std::to_string(to_check_->sequence) + ": ";
+    if (verdict.kind == agreement::mismatch) throw mismatch(where + verdict.message);
+    throw invalid_argument(where + verdict.message);
+  }
 
   [[nodiscard]] int rank() const noexcept { return transport_.rank(); }
   [[nodiscard]] int size() const noexcept { return transport_.world_size(); }
@@ -61,6 +88,8 @@ class context {
   std::uint64_t tag_;
   deadline until_;
   std::size_t chunk_bytes_;
+  const collective_descriptor* to_check_;
+  std::vector<collective_descriptor>* peers_;
 };
 
 }  // namespace tutti::algorithm

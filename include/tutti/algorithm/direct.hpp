@@ -19,6 +19,7 @@
 
 #include "tutti/algorithm/context.hpp"
 #include "tutti/algorithm/split.hpp"
+#include "tutti/core/collective.hpp"
 #include "tutti/core/dtype.hpp"
 #include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
@@ -32,13 +33,23 @@ struct direct {
   static constexpr std::string_view name = "direct";
   //! allreduce up to this size is one-shot: one synchronisation beats halving the reads
   static constexpr std::size_t one_shot_bytes = 64 << 10;
+  //! Ranks' descriptors travel with the first epoch's signal: no separate checking round.
+  static constexpr bool checks_arguments = true;
+
+  //! Only the argument check (one epoch), for a rank that refused its own arguments or has no data.
+  template <class Ctx>
+  static void agree(Ctx& c) {
+    auto& tr = one_sided(c);
+    if (c.size() > 1) announce(c, tr, tr.next_epoch(), 0, true);
+  }
 
   template <class Ctx>
   static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
     auto& tr = one_sided(c);
     const int n = c.size(), r = c.rank();
     const std::size_t esz = size_of(t), bytes = count * esz;
-    if (n == 1 || count == 0) return copy(out, in, bytes);
+    if (n == 1) return copy(out, in, bytes);
+    if (count == 0) return agree(c);
     const auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
     const std::size_t chunk = std::max<std::size_t>(1, tr.stage_bytes() / esz);
@@ -47,7 +58,7 @@ struct direct {
       const auto e = tr.next_epoch();
       std::byte* stage = tr.stage(r, parity(e));
       std::memcpy(stage, src, bytes);  // staged even when registered: out may alias in
-      tr.signal(ready, e, offset_in(tr, r, stage));
+      announce(c, tr, e, offset_in(tr, r, stage), true);
       const std::byte* a = peer_data(c, tr, 0, e);
       const std::byte* b = peer_data(c, tr, 1, e);
       reduce(t, o, dst, a, b, count);
@@ -70,7 +81,7 @@ struct direct {
       } else {
         mine = registered + first * esz;
       }
-      tr.signal(ready, e, mine);
+      announce(c, tr, e, mine, first == 0);
       // reduce-scatter: segment r from every rank, starting with our own (the owner's order is
       // what every rank sees, since only the owner computes a segment)
       const std::size_t seg = sp.offset(static_cast<std::size_t>(r)) * esz, seg_len = sp.length(static_cast<std::size_t>(r));
@@ -98,7 +109,8 @@ struct direct {
     auto& tr = one_sided(c);
     const int n = c.size(), r = c.rank();
     const std::size_t esz = size_of(t);
-    if (n == 1 || count == 0) return copy(out, in, count * esz);
+    if (n == 1) return copy(out, in, count * esz);
+    if (count == 0) return agree(c);
     const auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
     // The stage holds one chunk of every rank's block, block q at q * chunk.
@@ -110,7 +122,7 @@ struct direct {
       for (int q = 0; q < n; ++q)
         std::memcpy(stage + static_cast<std::size_t>(q) * len * esz,
                     src + (static_cast<std::size_t>(q) * count + first) * esz, len * esz);
-      tr.signal(ready, e, offset_in(tr, r, stage));
+      announce(c, tr, e, offset_in(tr, r, stage), first == 0);
       const std::size_t block = static_cast<std::size_t>(r) * len * esz;
       std::byte* target = dst + first * esz;
       reduce(t, o, target, stage + block, peer_data(c, tr, (r + 1) % n, e) + block, len);
@@ -126,14 +138,15 @@ struct direct {
     const int n = c.size(), r = c.rank();
     const std::size_t esz = size_of(t);
     auto* dst = static_cast<std::byte*>(out);
-    if (n == 1 || count == 0) return copy(dst + static_cast<std::size_t>(r) * count * esz, in, count * esz);
+    if (n == 1) return copy(dst + static_cast<std::size_t>(r) * count * esz, in, count * esz);
+    if (count == 0) return agree(c);
     const auto* src = static_cast<const std::byte*>(in);
     const std::size_t chunk = std::max<std::size_t>(1, tr.stage_bytes() / esz);
     for (std::size_t first = 0; first < count; first += chunk) {
       const std::size_t len = std::min(chunk, count - first);
       const auto e = tr.next_epoch();
       std::memcpy(tr.stage(r, parity(e)), src + first * esz, len * esz);  // before any write to out: in may alias it
-      tr.signal(ready, e, offset_in(tr, r, tr.stage(r, parity(e))));
+      announce(c, tr, e, offset_in(tr, r, tr.stage(r, parity(e))), first == 0);
       for (int k = 0; k < n; ++k) {
         const int q = (r + k) % n;
         std::memcpy(dst + (static_cast<std::size_t>(q) * count + first) * esz, peer_data(c, tr, q, e), len * esz);
@@ -146,7 +159,8 @@ struct direct {
     auto& tr = one_sided(c);
     const int n = c.size(), r = c.rank();
     const std::size_t bytes = count * size_of(t);
-    if (n == 1 || bytes == 0) return r == root ? copy(out, in, bytes) : void();
+    if (n == 1) return copy(out, in, bytes);
+    if (bytes == 0) return agree(c);
     const auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
     for (std::size_t first = 0; first < bytes; first += tr.stage_bytes()) {
@@ -155,7 +169,7 @@ struct direct {
       // Every rank announces the epoch (not only the root), so the root knows when all are done
       // with the stage it will reuse two epochs later.
       if (r == root) std::memcpy(tr.stage(r, parity(e)), src + first, len);
-      tr.signal(ready, e, offset_in(tr, r, tr.stage(r, parity(e))));
+      announce(c, tr, e, offset_in(tr, r, tr.stage(r, parity(e))), first == 0);
       for (int q = 0; q < n; ++q)
         if (q != r) tr.wait_signal(q, ready, e, c.until());
       if (r != root) std::memcpy(dst + first, tr.stage(root, parity(e)), len);
@@ -166,8 +180,7 @@ struct direct {
   template <class Ctx>
   static void barrier(Ctx& c) {
     auto& tr = one_sided(c);
-    const auto e = tr.next_epoch();
-    tr.signal(ready, e, 0);
+    const auto e = announce(c, tr, tr.next_epoch(), 0, true);
     for (int q = 0; q < c.size(); ++q)
       if (q != c.rank()) tr.wait_signal(q, ready, e, c.until());
   }
@@ -183,6 +196,25 @@ struct direct {
                   "tutti::algorithm::direct requires a one-sided Transport (traits.one_sided, e.g. transport::shm); "
                   "use algorithm::ring with this transport");
     return c.transport();
+  }
+
+  //! Publishes this rank's data offset for epoch e. On a collective's first epoch it also publishes
+  //! the rank's descriptor, waits for every peer's and judges them all (the same verdict on every
+  //! rank), so a disagreement is found before any output is written.
+  template <class Ctx, class T>
+  static std::uint64_t announce(Ctx& c, T& tr, std::uint64_t e, std::size_t offset, bool first) {
+    const collective_descriptor* d = first ? c.descriptor() : nullptr;
+    static_assert(sizeof(collective_descriptor) <= T::max_payload);
+    tr.signal(ready, e, offset, d, d ? sizeof(*d) : 0);
+    if (!d) return e;
+    auto all = c.descriptors();
+    for (int q = 0; q < c.size(); ++q) {
+      if (q != c.rank()) tr.wait_signal(q, ready, e, c.until());
+      std::memcpy(&all[static_cast<std::size_t>(q)], q == c.rank() ? static_cast<const void*>(d) : tr.payload(q, e),
+                  sizeof(collective_descriptor));
+    }
+    c.verify(all);
+    return e;
   }
 
   static unsigned parity(std::uint64_t epoch) noexcept { return static_cast<unsigned>(epoch & 1u); }

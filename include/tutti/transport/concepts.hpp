@@ -52,7 +52,8 @@ concept transport_policy =
 ///  - `registered_offset(p, bytes)`: where [p, p+bytes) lies in this rank's shared memory, or
 ///    `not_registered` (memory from `allocate()` is registered)
 ///  - `next_epoch()`: the same number on every rank for the same step
-///  - `signal(slot, epoch, offset)` / `wait_signal(r, slot, epoch, deadline)` -> offset
+///  - `signal(slot, epoch, offset[, payload, bytes])` / `wait_signal(r, slot, epoch, deadline)` -> offset;
+///    `payload(r, epoch)`: what r published with slot 0 (at most `max_payload` bytes)
 template <class T>
 concept one_sided_transport =
     transport_policy<T> && T::traits.one_sided &&
@@ -64,6 +65,9 @@ concept one_sided_transport =
       { T::not_registered } -> std::convertible_to<std::size_t>;
       { t.next_epoch() } -> std::convertible_to<std::uint64_t>;
       { t.signal(u, v, v) };
+      { t.signal(u, v, v, p, n) };
+      { ct.payload(r, v) } -> std::same_as<const std::byte*>;
+      { T::max_payload } -> std::convertible_to<std::size_t>;
       { t.wait_signal(r, u, v, until) } -> std::convertible_to<std::uint64_t>;
     };
 

@@ -49,6 +49,9 @@ struct alignas(line) window_flags {
   //! Where this rank's data for an epoch lives, for signal slots 0 and 1, by epoch parity: a peer
   //! one epoch behind must still find the previous epoch's offset.
   std::atomic<std::uint64_t> offset[2][2];
+  //! A small message published with signal slot 0, by epoch parity (the collective's descriptor,
+  //! so ranks can check they agree without a round of their own).
+  alignas(line) std::byte payload[2][line];
 };
 
 //! Byte offsets inside a segment, identical in every rank of a job.

@@ -260,12 +260,20 @@ class shm {
   //! A number that is the same on every rank for the same one-sided step (ranks take steps in order).
   [[nodiscard]] std::uint64_t next_epoch() noexcept { return ++epoch_; }
 
-  //! Publishes `value` in this rank's signal `slot` (and an offset peers read after seeing it).
-  void signal(unsigned slot, std::uint64_t value, std::uint64_t offset = 0) noexcept {
+  static constexpr std::size_t max_payload = shm_detail::line;  //!< bytes signal() can carry
+
+  //! Publishes `value` in this rank's signal `slot`, with an offset (slots 0, 1) and a payload of up
+  //! to max_payload bytes (slot 0) that peers read once they have seen the value.
+  void signal(unsigned slot, std::uint64_t value, std::uint64_t offset = 0, const void* payload = nullptr,
+              std::size_t payload_bytes = 0) noexcept {
     auto* f = flags(rank_);
+    if (slot == 0 && payload_bytes) std::memcpy(f->payload[value & 1], payload, std::min(payload_bytes, max_payload));
     if (slot < 2) f->offset[slot][value & 1].store(offset, std::memory_order_relaxed);
     f->value[slot].store(value, std::memory_order_release);
   }
+
+  //! Rank r's slot-0 payload for epoch `value`; valid once wait_signal(r, 0, value) returned.
+  [[nodiscard]] const std::byte* payload(int r, std::uint64_t value) const noexcept { return flags(r)->payload[value & 1]; }
 
   //! Waits until rank `r`'s signal `slot` reaches `value`; returns the offset published with it.
   std::uint64_t wait_signal(int r, unsigned slot, std::uint64_t value, deadline until) {
