@@ -364,6 +364,9 @@ int run_shm(options o) {
     rank_bench<comm_t> bench(comm, o, sizes.back(), membw);
     bench.run(sizes);
     if (leader) print_footer(bench.totals());
+    // Nobody leaves before rank 0 has printed: the launcher stops the whole job as soon as one
+    // rank exits non-zero (here: wrong results), which would cut the table short.
+    comm.barrier();
     return bench.totals().wrong == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tutti-bench: rank %d failed: %s\n", info.rank, e.what());

@@ -1,6 +1,8 @@
 //! @file config_test.cpp  tutti::config (strict TUTTI_* parsing) and tutti::rank_info_from_env().
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <initializer_list>
@@ -282,7 +284,9 @@ TEST_CASE("rank_info_from_env: no launcher variables means rank 0 of 1") {
   CHECK(info.world_size == 1);
   CHECK(info.local_rank == 0);
   CHECK(info.local_size == 1);
-  CHECK(info.job_id.empty());
+  // Without any launcher's job id, ranks started together are told apart by their parent.
+  CHECK(info.job_id == "ppid-" + std::to_string(::getppid()));
+  CHECK(info.launcher == "none");
 }
 
 TEST_CASE("rank_info_from_env: TUTTI_* variables") {
