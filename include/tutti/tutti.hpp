@@ -18,11 +18,14 @@
 
 #include "tutti/bootstrap/inproc_store.hpp"
 #include "tutti/bootstrap/rank_info.hpp"
+#include "tutti/core/collective.hpp"
 
 #include "tutti/transport/concepts.hpp"
 #include "tutti/transport/inproc.hpp"
+#include "tutti/transport/shm.hpp"
 
 #include "tutti/algorithm/concepts.hpp"
+#include "tutti/algorithm/direct.hpp"
 #include "tutti/algorithm/ring.hpp"
 
 #include "tutti/codec/concepts.hpp"
