@@ -12,6 +12,7 @@
 #include "tutti/core/error.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/request_handle.hpp"
 #include "tutti/transport/inproc/fabric.hpp"
 
 namespace tutti::transport {
@@ -25,19 +26,7 @@ class inproc {
   static constexpr std::size_t max_outstanding = 1024;  //!< posted but not yet completed requests per rank
 
   //! Handle to a posted operation; empty once waited on (or tested complete).
-  //! Move-only, so one posted operation cannot be waited on (and released) twice.
-  struct request {
-    inproc_detail::op_state* op = nullptr;
-    request() = default;
-    explicit request(inproc_detail::op_state* o) noexcept : op(o) {}
-    request(request&& other) noexcept : op(std::exchange(other.op, nullptr)) {}
-    request& operator=(request&& other) noexcept {
-      op = std::exchange(other.op, nullptr);
-      return *this;
-    }
-    request(const request&) = delete;
-    request& operator=(const request&) = delete;
-  };
+  using request = request_handle<inproc_detail::op_state>;
 
   inproc(std::shared_ptr<fabric> f, int rank) : fabric_(std::move(f)), rank_(rank) {
     if (!fabric_) throw invalid_argument("transport::inproc: null fabric");

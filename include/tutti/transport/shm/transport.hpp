@@ -33,6 +33,7 @@
 #include "tutti/core/error.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/request_handle.hpp"
 #include "tutti/transport/shm/layout.hpp"
 #include "tutti/transport/shm/pool.hpp"
 #include "tutti/transport/shm/segment.hpp"
@@ -97,19 +98,7 @@ class shm {
   };
 
  public:
-  //! Move-only, so one operation cannot be waited on (and released) twice.
-  struct request {
-    op_state* op = nullptr;
-    request() = default;
-    explicit request(op_state* o) noexcept : op(o) {}
-    request(request&& other) noexcept : op(std::exchange(other.op, nullptr)) {}
-    request& operator=(request&& other) noexcept {
-      op = std::exchange(other.op, nullptr);
-      return *this;
-    }
-    request(const request&) = delete;
-    request& operator=(const request&) = delete;
-  };
+  using request = request_handle<op_state>;
 
   //! Joins the job described by `info` (its job_id names the segments). Blocks until every peer
   //! has created and mapped its segment, or throws timeout / peer_lost naming the missing peer.
