@@ -2,7 +2,7 @@
 """Runs tutti and its peers (Open MPI, MPICH, Gloo) through the same allreduce sweep, interleaved,
 and reports medians and tutti/peer ratios per size.
 
-Why it is shaped this way (see /work/shared/PEERS.md):
+Why it is shaped this way (see PEERS.md, the team notes on peers):
   - Every program prints the nccl-tests table (size count type redop root time algbw busbw #wrong)
     with the same method: warm-up, barrier, timed loop, time = max over ranks of the mean.
   - The host is noisy in distinct states that last seconds to minutes, so a comparison is only fair
@@ -84,7 +84,7 @@ def make_peers(args: argparse.Namespace) -> list[Peer]:
     fields = dict(ranks=args.ranks, min=args.min_bytes, max=args.max_bytes, factor=args.factor,
                   iters=args.iters, warmup=args.warmup)
     return [
-        Peer("tutti", "tutti", shlex.split(args.tutti_cmd.format(**fields)), {}),
+        Peer("tutti", args.tutti_label, shlex.split(args.tutti_cmd.format(**fields)), {}),
         # Open MPI's default on one host: ob1 + vader (shared memory) + coll tuned.
         Peer("ompi", "Open MPI shm", ompi + [str(build / "mpi-allreduce-bench-openmpi")] + sweep, {}),
         # MPICH 4 from Debian is ch4:ucx; UCX uses shared memory within a host, network devices pinned to lo.
@@ -116,10 +116,38 @@ def parse_table(stdout: str) -> tuple[list[str], list[dict]]:
     return comments, rows
 
 
-def run_once(peer: Peer, timeout: float) -> dict:
+def cpu_busy(interval: float = 0.5) -> float:
+    """Fraction of all cores busy over the next `interval` seconds (from /proc/stat).
+
+    The load average lags by a minute; this says what the neighbours are doing right now, which on
+    a shared 2-core host decides whether a spinning MPI rank gets its core (PEERS.md).
+    """
+    def snapshot() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:]]
+        return sum(ticks), ticks[3] + ticks[4]  # all, idle + iowait
+
+    total0, idle0 = snapshot()
+    time.sleep(interval)
+    total1, idle1 = snapshot()
+    return 1.0 - (idle1 - idle0) / max(1, total1 - total0)
+
+
+def wait_for_quiet(limit: float, threshold: float = 0.15) -> tuple[float, float]:
+    """Waits up to `limit` seconds for the host to be nearly idle; returns (busy fraction, seconds waited)."""
+    t0 = time.monotonic()
+    busy = cpu_busy()
+    while busy > threshold and time.monotonic() - t0 < limit:
+        busy = cpu_busy(1.0)
+    return busy, time.monotonic() - t0
+
+
+def run_once(peer: Peer, timeout: float, wait_idle: float) -> dict:
     """Runs one sweep of one peer; never raises: a failure is recorded and the session goes on."""
-    record = dict(peer=peer.key, label=peer.label, cmd=peer.cmd, env=peer.env,
-                  loadavg_before=list(os.getloadavg()), started=dt.datetime.now().isoformat(timespec="seconds"))
+    busy, waited = wait_for_quiet(wait_idle)
+    record = dict(peer=peer.key, label=peer.label, cmd=peer.cmd, env=peer.env, cpu_busy_before=round(busy, 3),
+                  waited_for_quiet=round(waited, 1), loadavg_before=list(os.getloadavg()),
+                  started=dt.datetime.now().isoformat(timespec="seconds"))
     t0 = time.monotonic()
     try:
         # A session of its own, so a timeout can end the launcher and every rank it started.
@@ -240,6 +268,8 @@ def plot(med: dict, peers: list[Peer], path: Path, title: str) -> None:
         lo, hi = all_sizes[0], all_sizes[-1]
         majors = [1 << k for k in range(0, 41, 3) if lo <= 1 << k <= hi]
         minors = [1 << k for k in range(0, 41) if lo <= 1 << k <= hi]
+        if majors and hi >= 4 * majors[-1]:
+            majors.append(hi)  # label the largest size too when it is well past the last 8x tick
         for ax in (ax_bw, ax_t):
             ax.set_xscale("log", base=2)
             ax.xaxis.set_major_locator(FixedLocator(majors))
@@ -288,12 +318,17 @@ def main() -> int:
     ap.add_argument("--tutti-cmd", default=DEFAULT_TUTTI_CMD,
                     help="tutti's command, run from the repo root; may use {ranks} {min} {max} {factor} {iters} "
                          "{warmup} (default: %(default)s)")
+    ap.add_argument("--tutti-label", default="tutti",
+                    help="tutti's name in the table and plot, e.g. 'tutti inproc (stand-in)' (default tutti)")
     ap.add_argument("--build-dir", type=Path, default=REPO / "build" / "peers",
                     help="where build.sh put (or will put) the peer binaries (default build/peers)")
     ap.add_argument("--out-dir", type=Path, default=REPO / "bench" / "results",
                     help="where NAME.md, NAME.json and NAME.png go (default bench/results)")
     ap.add_argument("--name", default=None, help="file name stem (default allreduce-peers-<date>-<time>)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds before one run is ended (default 1800)")
+    ap.add_argument("--wait-idle", type=float, default=0, metavar="SECONDS",
+                    help="before each run, wait up to SECONDS for the other processes on the host to use under "
+                         "15%% of the CPUs (default 0: do not wait; the busy fraction is recorded anyway)")
     args = ap.parse_args()
     if args.reps < 1 or args.ranks < 2 or args.factor < 2 or args.min_bytes > args.max_bytes:
         ap.error("need --reps >= 1, --ranks >= 2, --factor >= 2 and --min-bytes <= --max-bytes")
@@ -310,15 +345,17 @@ def main() -> int:
     started = dt.datetime.now()
     cpus = os.cpu_count() or 0
     runs: list[dict] = []
+    width = max(len(p.label) for p in peers)
     for rep in range(args.reps):
         order = peers[rep % len(peers):] + peers[:rep % len(peers)]
         for peer in order:
-            print(f"compare: rep {rep + 1}/{args.reps}  {peer.label:<13} ", end="", file=sys.stderr, flush=True)
-            run = run_once(peer, args.timeout)
+            print(f"compare: rep {rep + 1}/{args.reps}  {peer.label:<{width}} ", end="", file=sys.stderr, flush=True)
+            run = run_once(peer, args.timeout, args.wait_idle)
             run["rep"] = rep + 1
             runs.append(run)
             status = "ok" if run["ok"] else f"FAILED: {run['error']}"
-            print(f"{run['seconds']:7.1f} s  load {run['loadavg_before'][0]:.1f}  {status}", file=sys.stderr)
+            print(f"{run['seconds']:7.1f} s  host busy before {100 * run['cpu_busy_before']:3.0f}%  {status}",
+                  file=sys.stderr)
             if not run["ok"] and run["stderr_tail"]:
                 print("    " + run["stderr_tail"].replace("\n", "\n    "), file=sys.stderr)
 
@@ -332,7 +369,7 @@ def main() -> int:
              for r in runs for row in r["rows"] if row["wrong"]]
     spread = {p.label: statistics.median([m["spread"] for m in med[p.key].values()])
               for p in peers if med[p.key]}
-    loads = [r["loadavg_before"][0] for r in runs]
+    busy = [r["cpu_busy_before"] for r in runs]
 
     title = (f"allreduce float32 sum, {args.ranks} ranks, out of place — {started:%Y-%m-%d}, "
              f"{platform.node()} ({cpus} cores), median of {args.reps} interleaved reps")
@@ -341,9 +378,10 @@ def main() -> int:
              f"Sizes up to {size_label(TIME_COLUMN_MAX_BYTES)} show time in µs, larger ones busbw in GB/s."]
     notes.append("Run-to-run spread (median over sizes of slowest rep / fastest rep): "
                  + ", ".join(f"{k} {v:.2f}×" for k, v in spread.items()))
-    notes.append(f"1-minute load average before each run: min {min(loads):.1f}, max {max(loads):.1f} "
-                 f"({cpus} cores)" + ("; above the core count the numbers measure the neighbours too"
-                                      if max(loads) > cpus else ""))
+    notes.append(f"CPUs busy with other processes just before each run: {100 * min(busy):.0f}% to "
+                 f"{100 * max(busy):.0f}% of {cpus} cores"
+                 + ("; where they were busy, a rank that spins waits for its core and the numbers measure the "
+                    "neighbours too" if max(busy) > 0.25 else ""))
     notes += [f"Failed: {f}" for f in failures] + [f"Wrong results (left out of the medians): {w}" for w in wrong]
 
     print(table)

@@ -1,5 +1,5 @@
 //! @file gloo_allreduce_bench.cpp  The nccl-tests allreduce sweep through Gloo (Debian's libgloo-dev),
-//! the peer PyTorch uses for CPU tensors; see /work/shared/PEERS.md and bench/peers/README.md.
+//! the peer PyTorch uses for CPU tensors; see PEERS.md (team notes) and compare.py.
 //!
 //! Same method and table as mpi_allreduce_bench.c and tutti-bench: float32 sum, out of place,
 //! -w warm-up at the largest size then before each size, a barrier, -n timed iterations, time =

@@ -1,5 +1,5 @@
 /* @file mpi_allreduce_bench.c  The nccl-tests allreduce sweep through plain MPI: the peer tutti is
- * measured against (see /work/shared/PEERS.md and bench/peers/README.md).
+ * measured against (method: PEERS.md, the team notes; driver: compare.py).
  *
  * One source, built once per MPI (build.sh: mpicc.openmpi and mpicc.mpich), so the two MPIs run
  * exactly the same program. Method and table follow nccl-tests and tutti-bench, so the rows of
