@@ -248,7 +248,7 @@ class rank_bench {
   int n_, r_;
   std::size_t esz_;
   double membw_;
-  buffer send_, recv_;  // after comm_: registered buffers go back to the transport first
+  buffer send_, recv_;  //!< registered ones go back to comm_'s transport: destroy *this before comm_
   tutti::const_tensor_view in_;
   tutti::tensor_view out_;
   summary sum_;

@@ -47,19 +47,27 @@ TEST_CASE("direct allreduce from registered buffers: in place and out of place, 
       o.stage_bytes = 8192;  // many chunks per message
       comm_t comm(std::make_unique<shm>(info, o));
       auto& tr = comm.transport();
-      for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{20011}, std::size_t{300007}}) {
+      for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{20011}, std::size_t{300007}, std::size_t{300008},
+                                 std::size_t{300009}}) {
         for (op reduction : all_ops) {
           const dtype t = dtype::f32;
           const auto expected = expected_period(t, world, reduction);
           auto* in = static_cast<float*>(tr.allocate(count * sizeof(float)));
           auto* out = static_cast<float*>(tr.allocate(count * sizeof(float)));
           if (tr.registered_offset(in, count * 4) == shm::not_registered) throw std::runtime_error("not registered");
+          // Registered on one side only: the other side goes through the staging buffers.
+          std::vector<float> heap_in(count), heap_out(count);
+          const int mix = static_cast<int>(count % 3);  // 0: both registered, 1: input only, 2: output only
+          float* plain_in = mix == 2 ? heap_in.data() : in;
+          float* plain_out = mix == 1 ? heap_out.data() : out;
           for (bool in_place : {false, true}) {
-            fill_pattern(in, t, info.rank, count, reduction);
-            if (in_place) comm.allreduce(tensor_view(in, count, t), reduction);
-            else comm.allreduce(const_tensor_view(in, count, t), tensor_view(out, count, t), reduction);
+            float* src = in_place ? in : plain_in;
+            float* dst = in_place ? in : plain_out;
+            fill_pattern(src, t, info.rank, count, reduction);
+            if (in_place) comm.allreduce(tensor_view(src, count, t), reduction);
+            else comm.allreduce(const_tensor_view(src, count, t), tensor_view(dst, count, t), reduction);
             std::size_t first_bad = 0;
-            const auto wrong = count_wrong(in_place ? in : out, t, count, 0, expected, &first_bad);
+            const auto wrong = count_wrong(dst, t, count, 0, expected, &first_bad);
             if (wrong)
               throw std::runtime_error("count " + std::to_string(count) + " " + std::string(name_of(reduction)) +
                                        (in_place ? " in place" : " out of place") + ": " + std::to_string(wrong) +
@@ -67,7 +75,7 @@ TEST_CASE("direct allreduce from registered buffers: in place and out of place, 
             if (!in_place) {  // a registered input is read in place by peers, never written
               std::vector<float> again(count);
               fill_pattern(again.data(), t, info.rank, count, reduction);
-              if (std::memcmp(again.data(), in, count * 4) != 0) throw std::runtime_error("input modified");
+              if (std::memcmp(again.data(), src, count * 4) != 0) throw std::runtime_error("input modified");
             }
           }
           tr.deallocate(in);

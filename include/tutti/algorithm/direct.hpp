@@ -66,41 +66,51 @@ struct direct {
       if (o == op::avg) finish_avg(t, dst, count, n);
       return;
     }
-    // Two-shot, chunk by chunk. A registered input is read in place (no copy-in); the reduced
-    // segment always goes to the stage, so the input is never written.
-    const std::size_t registered = tr.registered_offset(in, bytes);
+    // Two-shot, chunk by chunk. Registered memory (from the transport's allocate()) is used where
+    // it is: a registered input is read by peers in place (no copy-in), and a registered output
+    // receives this rank's reduced segment directly and is read by peers from there.
+    using T = std::remove_cvref_t<decltype(tr)>;
+    const std::size_t registered_in = tr.registered_offset(in, bytes);
+    const std::size_t registered_out = tr.registered_offset(out, bytes);
+    std::uint64_t e = 0;
     for (std::size_t first = 0; first < count; first += chunk) {
       const std::size_t len = std::min(chunk, count - first);
       const split sp{len, static_cast<std::size_t>(n)};
-      const auto e = tr.next_epoch();
+      e = tr.next_epoch();
       std::byte* stage = tr.stage(r, parity(e));
       std::size_t mine;
-      if (registered == std::remove_cvref_t<decltype(tr)>::not_registered) {
+      if (registered_in == T::not_registered) {
         std::memcpy(stage, src + first * esz, len * esz);
         mine = offset_in(tr, r, stage);
       } else {
-        mine = registered + first * esz;
+        mine = registered_in + first * esz;
       }
       announce(c, tr, e, mine, first == 0);
-      // reduce-scatter: segment r from every rank, starting with our own (the owner's order is
-      // what every rank sees, since only the owner computes a segment)
+      // reduce-scatter: segment r from every rank, starting with our own (only the owner computes
+      // a segment, so every rank sees the owner's order)
       const std::size_t seg = sp.offset(static_cast<std::size_t>(r)) * esz, seg_len = sp.length(static_cast<std::size_t>(r));
-      std::byte* reduced = stage + seg;
+      std::byte* reduced = registered_out == T::not_registered ? stage + seg : dst + first * esz + seg;
       const std::byte* own = tr.segment_base(r) + mine + seg;
       for (int k = 1; k < n; ++k) {
         const int q = (r + k) % n;
         reduce(t, o, reduced, k == 1 ? own : reduced, peer_data(c, tr, q, e) + seg, seg_len);
       }
       if (o == op::avg) finish_avg(t, reduced, seg_len, n);
-      tr.signal(reduced_slot, e);
-      // allgather: every segment from its owner's stage
+      tr.signal(reduced_slot, e, offset_in(tr, r, reduced));
+      // allgather: every segment from wherever its owner reduced it
       for (int k = 0; k < n; ++k) {
         const int q = (r + k) % n;
-        if (q != r) tr.wait_signal(q, reduced_slot, e, c.until());
         const std::size_t qseg = sp.offset(static_cast<std::size_t>(q)) * esz;
-        std::memcpy(dst + first * esz + qseg, tr.stage(q, parity(e)) + qseg, sp.length(static_cast<std::size_t>(q)) * esz);
+        std::byte* target = dst + first * esz + qseg;
+        const std::byte* from = q == r ? reduced : tr.segment_base(q) + tr.wait_signal(q, reduced_slot, e, c.until());
+        if (from != target) std::memcpy(target, from, sp.length(static_cast<std::size_t>(q)) * esz);
       }
     }
+    // Peers may still be reading this rank's registered memory; the caller may rewrite it as soon
+    // as we return. One more signal round (every rank takes it, registered or not) settles that.
+    tr.signal(done_slot, e);
+    for (int q = 0; q < n; ++q)
+      if (q != r) tr.wait_signal(q, done_slot, e, c.until());
   }
 
   //! in: count * n elements; out: this rank's reduced `count`.
@@ -187,7 +197,8 @@ struct direct {
 
  private:
   static constexpr unsigned ready = 0;         //!< signal: this rank's data for the epoch is in place
-  static constexpr unsigned reduced_slot = 1;  //!< signal: this rank's reduced segment is in its stage
+  static constexpr unsigned reduced_slot = 1;  //!< signal: this rank's reduced segment is ready (offset: where)
+  static constexpr unsigned done_slot = 2;     //!< signal: this rank has finished reading peers' memory
 
   template <class Ctx>
   static auto& one_sided(Ctx& c) {

@@ -44,7 +44,7 @@ namespace tutti::transport {
 struct shm_options {
   std::size_t slots = 16;                //!< TUTTI_SHM_SLOTS: fragments in flight per pair of ranks
   std::size_t slot_bytes = 64 << 10;     //!< TUTTI_SHM_SLOT_BYTES: fragment size
-  std::size_t stage_bytes = 4 << 20;     //!< TUTTI_SHM_STAGE_BYTES: each of two staging buffers (one-sided algorithms)
+  std::size_t stage_bytes = 1 << 20;     //!< TUTTI_SHM_STAGE_BYTES: each of two staging buffers (one-sided algorithms)
   std::size_t pool_bytes = 256 << 20;    //!< TUTTI_SHM_POOL_BYTES: registered memory for allocate() (tmpfs, used lazily)
   std::chrono::nanoseconds bootstrap_timeout = std::chrono::seconds(300);  //!< TUTTI_TIMEOUT
 
