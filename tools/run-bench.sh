@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# The main job: builds tutti-bench and runs the ring allreduce across in-process ranks, printing
-# the nccl-tests table. Extra arguments go to tutti-bench (e.g. -t 4 -e 256M -d half).
+# The main job: builds tutti-bench and tutti-run, then runs the allreduce benchmark across 2 local
+# processes over shared memory (transport::shm, algorithm::direct), printing the nccl-tests table.
+# Extra arguments go to tutti-bench (e.g. -e 256M, -d half, -o avg, -R 1 for registered buffers,
+# -a ring, -C reduce_scatter, -M 1 for this machine's memory bandwidth). TUTTI_RANKS sets the
+# number of processes (default 2).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${TUTTI_BUILD_DIR:-$here/build}
+ranks=${TUTTI_RANKS:-2}
 
 "$here/tools/install-deps.sh"
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" --target tutti_bench -j "$(nproc)"
-exe=$(find "$build" -name tutti-bench -type f -perm -u+x | head -n 1)
-"$exe" -t 2 -b 8 -e 64M -f 4 "$@"
+cmake --build "$build" --target tutti_bench tutti_run -j "$(nproc)"
+# Registered buffers (-R 1) of up to 2 x 256 MiB per rank need a pool that large.
+export TUTTI_SHM_POOL_BYTES=${TUTTI_SHM_POOL_BYTES:-1G}
+"$build/tools/tutti-run" -n "$ranks" --no-prefix -- \
+  "$build/bench/tutti-bench" -T shm -a direct -b 8 -e 256M -f 4 -n 20 -w 5 "$@"

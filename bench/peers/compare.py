@@ -83,8 +83,11 @@ def make_peers(args: argparse.Namespace) -> list[Peer]:
     build = Path(args.build_dir)
     fields = dict(ranks=args.ranks, min=args.min_bytes, max=args.max_bytes, factor=args.factor,
                   iters=args.iters, warmup=args.warmup)
-    return [
-        Peer("tutti", args.tutti_label, shlex.split(args.tutti_cmd.format(**fields)), {}),
+    tutti_like = [Peer("tutti", args.tutti_label, shlex.split(args.tutti_cmd.format(**fields)), {})]
+    if args.tutti_registered_cmd:  # a second tutti variant, e.g. registered buffers, in the same run
+        tutti_like.append(Peer("tutti-reg", args.tutti_registered_label,
+                               shlex.split(args.tutti_registered_cmd.format(**fields)), {}))
+    return tutti_like + [
         # Open MPI's default on one host: ob1 + vader (shared memory) + coll tuned.
         Peer("ompi", "Open MPI shm", ompi + [str(build / "mpi-allreduce-bench-openmpi")] + sweep, {}),
         # MPICH 4 from Debian is ch4:ucx; UCX uses shared memory within a host, network devices pinned to lo.
@@ -209,13 +212,16 @@ def medians(runs: list[dict], peers: list[Peer], ranks: int) -> dict[str, dict[i
 
 def markdown_table(med: dict, peers: list[Peer]) -> str:
     """size | each peer (µs up to 4 KiB, busbw GB/s above) | tutti/best peer | tutti/Open MPI shm."""
-    others = [p for p in peers if p.key != "tutti"]
+    others = [p for p in peers if not p.key.startswith("tutti")]
     has_tutti = any(p.key == "tutti" for p in peers)
     cols = ["size"] + [p.label for p in peers]
     if has_tutti and others:
         cols.append("tutti/best peer")
     if has_tutti and any(p.key == "ompi" for p in peers):
         cols.append("tutti/Open MPI shm")
+    has_reg = any(p.key == "tutti-reg" for p in peers)
+    if has_reg and any(p.key == "ompi" for p in peers):
+        cols.append("tutti registered/Open MPI shm")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---:|" * len(cols)]
     sizes = sorted({s for p in peers for s in med[p.key]})
     for size in sizes:
@@ -240,6 +246,9 @@ def markdown_table(med: dict, peers: list[Peer]) -> str:
         if "tutti/Open MPI shm" in cols:
             ompi = med["ompi"].get(size)
             cells.append(f"{ompi['time_us'] / tutti['time_us']:.2f}" if tutti and ompi else "–")
+        if "tutti registered/Open MPI shm" in cols:
+            reg, ompi = med["tutti-reg"].get(size), med["ompi"].get(size)
+            cells.append(f"{ompi['time_us'] / reg['time_us']:.2f}" if reg and ompi else "–")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -258,7 +267,8 @@ def plot(med: dict, peers: list[Peer], path: Path, title: str) -> None:
         if not pts:
             continue
         xs = [s for s, _ in pts]
-        style = dict(color="black", lw=2.4, zorder=5) if p.key == "tutti" else dict(color=f"C{i}", lw=1.6)
+        style = (dict(color="black", lw=2.4, zorder=5) if p.key == "tutti" else
+                 dict(color="black", lw=2.0, ls="--", zorder=5) if p.key == "tutti-reg" else dict(color=f"C{i}", lw=1.6))
         ax_bw.plot(xs, [m["busbw"] for _, m in pts], marker="o", ms=3, label=p.label, **style)
         ax_bw.fill_between(xs, [m["busbw_min"] for _, m in pts], [m["busbw_max"] for _, m in pts],
                            color=style["color"], alpha=0.12, lw=0)
@@ -294,7 +304,7 @@ def plot(med: dict, peers: list[Peer], path: Path, title: str) -> None:
 
 def ensure_built(args: argparse.Namespace, peers: list[Peer]) -> None:
     """Builds the peer binaries with build.sh if any the chosen peers need is missing."""
-    needed = [Path(a) for p in peers if p.key != "tutti" for a in p.cmd if a.startswith(str(args.build_dir))]
+    needed = [Path(a) for p in peers if not p.key.startswith("tutti") for a in p.cmd if a.startswith(str(args.build_dir))]
     if all(n.exists() for n in needed):
         return
     print(f"compare: building the peer benchmarks into {args.build_dir}", file=sys.stderr)
@@ -313,11 +323,16 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=20, help="timed iterations per size (default 20)")
     ap.add_argument("--warmup", type=int, default=5, help="warm-up iterations (default 5)")
     ap.add_argument("--ranks", type=int, default=2, help="processes per run (default 2)")
-    ap.add_argument("--peers", default="tutti,ompi,mpich,ompi-tcp,gloo",
+    ap.add_argument("--peers", default="tutti,tutti-reg,ompi,mpich,ompi-tcp,gloo",
                     help="comma-separated subset of tutti,ompi,mpich,ompi-tcp,gloo (default all)")
     ap.add_argument("--tutti-cmd", default=DEFAULT_TUTTI_CMD,
                     help="tutti's command, run from the repo root; may use {ranks} {min} {max} {factor} {iters} "
                          "{warmup} (default: %(default)s)")
+    ap.add_argument("--tutti-registered-cmd", default="",
+                    help="optional second tutti command run in the same interleaved session (same "
+                         "placeholders), e.g. with registered buffers (-R 1)")
+    ap.add_argument("--tutti-registered-label", default="tutti registered",
+                    help="its name in the table and plot (default 'tutti registered')")
     ap.add_argument("--tutti-label", default="tutti",
                     help="tutti's name in the table and plot, e.g. 'tutti inproc (stand-in)' (default tutti)")
     ap.add_argument("--build-dir", type=Path, default=REPO / "build" / "peers",
@@ -336,6 +351,7 @@ def main() -> int:
 
     all_peers = make_peers(args)
     chosen = [k.strip() for k in args.peers.split(",") if k.strip()]
+    chosen = [k for k in chosen if k != "tutti-reg" or args.tutti_registered_cmd]  # only when given
     unknown = sorted(set(chosen) - {p.key for p in all_peers})
     if unknown:
         ap.error(f"--peers: unknown {', '.join(unknown)} (known: {', '.join(p.key for p in all_peers)})")
