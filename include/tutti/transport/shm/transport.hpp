@@ -227,7 +227,13 @@ class shm {
 
   //! Memory in this rank's registered region: peers can read it without a copy. Throws
   //! invalid_argument when the pool (TUTTI_SHM_POOL_BYTES) has no block that large.
-  [[nodiscard]] void* allocate(std::size_t bytes) { return pool(rank_) + pool_.allocate(bytes); }
+  [[nodiscard]] void* allocate(std::size_t bytes) {
+    try {
+      return pool(rank_) + pool_.allocate(bytes);
+    } catch (const invalid_argument& e) {
+      throw invalid_argument("rank " + std::to_string(rank_) + ": " + e.what());
+    }
+  }
   void deallocate(void* p) {
     auto* b = static_cast<std::byte*>(p);
     if (b < pool(rank_) || b >= pool(rank_) + layout_.pool_bytes)
