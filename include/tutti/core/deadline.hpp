@@ -22,27 +22,33 @@ class deadline {
 //! oversubscribed ranks still progress), then sleep briefly so an idle wait does not burn a core.
 class backoff {
  public:
+  //! ~256 pauses is a few microseconds: long enough for a peer that is running on another core,
+  //! short enough that an oversubscribed rank hands its core to the peer it waits for soon.
+  static constexpr unsigned default_spin_rounds = 256;
+
+  //! `spin_rounds` = 0 yields at once: right when ranks outnumber cores, where spinning only
+  //! delays the peer that needs this core.
+  explicit backoff(unsigned spin_rounds = default_spin_rounds) noexcept : spin_rounds_(spin_rounds) {}
+
   void pause() noexcept {
     ++rounds_;
-    if (rounds_ < spin_rounds) {
+    if (rounds_ < spin_rounds_) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
-    } else if (rounds_ < spin_rounds + yield_rounds) {
+    } else if (rounds_ < spin_rounds_ + yield_rounds) {
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
   //! Whether it is worth reading the clock this round (the clock costs more than a spin).
-  [[nodiscard]] bool check_clock() const noexcept { return (rounds_ & 63) == 0 || rounds_ >= spin_rounds; }
+  [[nodiscard]] bool check_clock() const noexcept { return (rounds_ & 63) == 0 || rounds_ >= spin_rounds_; }
   void reset() noexcept { rounds_ = 0; }
 
  private:
-  // ~256 pauses is a few microseconds: long enough for a peer that is running on another core,
-  // short enough that an oversubscribed rank hands its core to the peer it waits for soon.
-  static constexpr unsigned spin_rounds = 256;
   static constexpr unsigned yield_rounds = 20000;
+  unsigned spin_rounds_;
   unsigned rounds_ = 0;
 };
 

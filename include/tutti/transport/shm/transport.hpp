@@ -12,6 +12,7 @@
 //! when the process dies) so a killed peer is reported within milliseconds.
 #pragma once
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -127,6 +128,10 @@ class shm {
                                "' may only hold letters, digits, '-' and '_'");
     free_.reserve(max_outstanding);
     for (std::size_t i = max_outstanding; i-- > 0;) free_.push_back(&ops_[i]);
+    // More ranks on this host than cores we may run on: a waiting rank yields at once.
+    cpu_set_t cpus;
+    const int usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    spin_rounds_ = world_ > usable ? 0 : backoff::default_spin_rounds;
     bootstrap(info.job_id, options.bootstrap_timeout);
   }
 
@@ -174,7 +179,7 @@ class shm {
 
   void wait(request& r, deadline until) {
     if (!r.op) return;
-    backoff b;
+    backoff b(spin_rounds_);
     for (;;) {
       progress();
       if (r.op->status != op_pending) return finish(r);
@@ -273,7 +278,7 @@ class shm {
   //! Waits until rank `r`'s signal `slot` reaches `value`; returns the offset published with it.
   std::uint64_t wait_signal(int r, unsigned slot, std::uint64_t value, deadline until) {
     auto* f = flags(r);
-    backoff b;
+    backoff b(spin_rounds_);
     while (f->value[slot].load(std::memory_order_acquire) < value) {
       if (b.check_clock()) {
         if (peer_gone(r) && f->value[slot].load(std::memory_order_acquire) < value) {
@@ -368,7 +373,7 @@ class shm {
     }
     // Once every peer has mapped our segment its name is no longer needed: unlinking it now means
     // no crash, however abrupt, can leave it behind.
-    backoff b;
+    backoff b(spin_rounds_);
     while (h->attached.load(std::memory_order_acquire) < static_cast<std::uint32_t>(world_ - 1)) {
       for (int p = 0; p < world_; ++p)
         if (p != rank_ && peer_gone(p))
@@ -521,6 +526,7 @@ class shm {
   std::vector<op_state*> free_;
   shm_detail::offset_pool pool_;  //!< our registered region's allocations
   std::uint64_t epoch_ = 0;       //!< one-sided steps taken; equal on all ranks between collectives
+  unsigned spin_rounds_ = backoff::default_spin_rounds;  //!< 0 when ranks outnumber usable cores
   std::string broken_;  //!< non-empty once the transport cannot be used any more
 };
 
