@@ -25,6 +25,7 @@
 #include "tutti/transport/shm.hpp"
 
 #include "tutti/algorithm/concepts.hpp"
+#include "tutti/algorithm/automatic.hpp"
 #include "tutti/algorithm/direct.hpp"
 #include "tutti/algorithm/ring.hpp"
 

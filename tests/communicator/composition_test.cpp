@@ -56,3 +56,15 @@ TEST_CASE("one communicator can run every collective ring offers, in sequence") 
   });
   for (auto& e : errors) CHECK_FALSE(e);
 }
+
+TEST_CASE("algorithm::automatic over inproc is ring, and works") {
+  using auto_comm = communicator<tr::inproc, al::automatic>;
+  CHECK(std::is_same_v<al::automatic::for_transport<tr::inproc>, al::ring>);
+  auto errors = tr::inproc::run(3, [](tr::inproc& t) {
+    auto_comm comm(t);
+    std::vector<double> v(1001, comm.rank() + 0.5);
+    comm.allreduce(v, tutti::op::sum);
+    CHECK(v[1000] == 4.5);
+  });
+  for (auto& e : errors) CHECK_FALSE(e);
+}

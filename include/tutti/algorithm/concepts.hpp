@@ -39,11 +39,11 @@ template <class A, class Ctx>
 concept has_barrier = requires(Ctx& c) { A::barrier(c); };
 
 //! The algorithm checks ranks' arguments in its own first synchronisation (saving the
-//! communicator's separate round): it sets `checks_arguments` and offers `agree(ctx)`, which runs
-//! just that check (for a rank whose own arguments were refused).
+//! communicator's separate round) over transport T: it sets `checks_arguments<T>` and offers
+//! `agree(ctx)`, which runs just that check (for a rank whose own arguments were refused).
 template <class A, class Ctx>
 concept checks_arguments = requires(Ctx& c) {
-  requires A::checks_arguments;
+  requires A::template checks_arguments<typename Ctx::transport_type>;
   A::agree(c);
 };
 

@@ -34,6 +34,7 @@ struct direct {
   //! allreduce up to this size is one-shot: one synchronisation beats halving the reads
   static constexpr std::size_t one_shot_bytes = 64 << 10;
   //! Ranks' descriptors travel with the first epoch's signal: no separate checking round.
+  template <class Transport>
   static constexpr bool checks_arguments = true;
 
   //! Only the argument check (one epoch), for a rank that refused its own arguments or has no data.
