@@ -15,4 +15,4 @@ cmake --build "$build" --target tutti_bench tutti_run -j "$(nproc)"
 # Registered buffers (-R 1) of up to 2 x 256 MiB per rank need a pool that large.
 export TUTTI_SHM_POOL_BYTES=${TUTTI_SHM_POOL_BYTES:-1G}
 "$build/tools/tutti-run" -n "$ranks" --no-prefix -- \
-  "$build/bench/tutti-bench" -T shm -a direct -b 8 -e 256M -f 4 -n 20 -w 5 "$@"
+  "$build/bench/tutti-bench" -T shm -a direct -b 8 -e 128M -f 4 -n 20 -w 5 "$@"
