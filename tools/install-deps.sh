@@ -3,7 +3,8 @@
 # (only those missing), Python tools through pip (only those missing). Safe to run again.
 set -euo pipefail
 
-apt_packages=(g++ cmake make pkg-config libboost-dev doctest-dev)
+# openmpi-bin: the tests start ranks with mpirun too, to prove from_env() reads Open MPI's variables.
+apt_packages=(g++ cmake make pkg-config libboost-dev doctest-dev openmpi-bin)
 pip_packages=(conan)
 
 missing=()
