@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <tutti/algorithm/direct.hpp>
+#include <tutti/transport/shm/allocator.hpp>
 #include <tutti/transport/shm/pool.hpp>
 #include "support/fork_world.hpp"
 #include "support/pattern.hpp"
@@ -107,4 +108,24 @@ TEST_CASE("allocate refuses what the pool cannot hold, naming the setting") {
   });
   INFO(results[0].error);
   CHECK(results[0].exit_code == 0);
+}
+
+TEST_CASE("shm_allocator: a std::vector of registered memory, averaged by direct without a copy-in") {
+  auto results = fork_ranks(3, [](const tutti::rank_info& info) {
+    comm_t comm(std::make_unique<shm>(info));
+    using alloc = tutti::transport::shm_allocator<float>;
+    std::vector<float, alloc> grads(100003, static_cast<float>(info.rank), alloc(comm.transport()));
+    if (comm.transport().registered_offset(grads.data(), grads.size() * sizeof(float)) == shm::not_registered)
+      throw std::runtime_error("vector memory is not registered");
+    comm.allreduce(grads, tutti::op::avg);  // (0 + 1 + 2) / 3
+    for (float g : grads)
+      if (g != 1.0f) throw std::runtime_error("wrong average " + std::to_string(g));
+    grads.resize(200000);  // reallocation returns the old block to the pool
+    grads.clear();
+    grads.shrink_to_fit();
+  });
+  for (std::size_t r = 0; r < results.size(); ++r) {
+    INFO("rank ", r, ": ", results[r].error);
+    CHECK(results[r].exit_code == 0);
+  }
 }
