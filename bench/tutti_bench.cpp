@@ -12,8 +12,6 @@
 //! Build on its own:  g++ -std=c++20 -O3 -Iinclude bench/tutti_bench.cpp -o tutti-bench -pthread
 //! Adding an algorithm: include it and add one line per transport to `runners` below.
 #include <tutti/tutti.hpp>
-#include <tutti/algorithm/direct.hpp>  // not (yet) in the umbrella header
-#include <tutti/transport/shm.hpp>     // not (yet) in the umbrella header
 
 #include <algorithm>
 #include <chrono>
@@ -384,8 +382,10 @@ struct runner {
 //! algorithm::direct reads peers' memory, which only one-sided transports (shm) offer.
 constexpr runner runners[] = {
     {transport_kind::inproc, tutti::algorithm::ring::name, &run_inproc<tutti::algorithm::ring>},
+    {transport_kind::inproc, tutti::algorithm::automatic::name, &run_inproc<tutti::algorithm::automatic>},
     {transport_kind::shm, tutti::algorithm::ring::name, &run_shm<tutti::algorithm::ring>},
     {transport_kind::shm, tutti::algorithm::direct::name, &run_shm<tutti::algorithm::direct>},
+    {transport_kind::shm, tutti::algorithm::automatic::name, &run_shm<tutti::algorithm::automatic>},
 };
 
 const runner& find_runner(const options& o) {
