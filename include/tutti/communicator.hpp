@@ -259,6 +259,49 @@ class communicator {
   template <std::ranges::contiguous_range R>
   void broadcast(R&& inout, int root) { broadcast(view_of(inout), root); }
 
+  // ---- reduce: root's out[i] = op over ranks of in[i] --------------------------------------------
+  //! `out` is written on root only (other ranks may pass an empty view); in place on root when
+  //! in and out are the same buffer.
+  void reduce(const_tensor_view in, tensor_view out, op o, int root) {
+    static_assert(has_reduce<algorithm_type, context_type>,
+                  "tutti::communicator<...>::reduce: the Algorithm does not implement reduce");
+    auto d = describe(collective::reduce, in.type, o, in.count, root);
+    const bool is_root = root == rank();
+    std::string bad = check_common(d, in, is_root ? out : tensor_view(nullptr, 0, in.type));
+    if (bad.empty() && (root < 0 || root >= size()))
+      bad = "root " + std::to_string(root) + " is outside [0, " + std::to_string(size()) + ")";
+    if (bad.empty() && is_root && in.count != out.count)
+      bad = "send has " + std::to_string(in.count) + " elements but root's recv has " + std::to_string(out.count);
+    if (bad.empty() && is_root) bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(), in.data == out.data);
+    run(d, bad, [&](context_type& c) {
+      algorithm_type::reduce(c, in.data, is_root ? out.data : nullptr, in.count, in.type, o, root);
+    });
+  }
+  void reduce(tensor_view inout, op o, int root) { reduce(const_tensor_view(inout), inout, o, root); }
+  template <std::ranges::contiguous_range R>
+  void reduce(R&& inout, op o, int root) { reduce(view_of(inout), o, root); }
+
+  // ---- alltoall: block j of in goes to rank j; block j of out came from rank j ----------------------
+  //! in and out both hold size() blocks of the same length; in place when they are the same buffer.
+  void alltoall(const_tensor_view in, tensor_view out) {
+    static_assert(has_alltoall<algorithm_type, context_type>,
+                  "tutti::communicator<...>::alltoall: the Algorithm does not implement alltoall");
+    const std::size_t n = static_cast<std::size_t>(size());
+    auto d = describe(collective::alltoall, in.type, op::sum, in.count / n, -1);
+    std::string bad = check_common(d, in, out);
+    if (bad.empty() && in.count % n != 0)
+      bad = "send has " + std::to_string(in.count) + " elements, not a multiple of world_size (" + std::to_string(n) + ")";
+    if (bad.empty() && in.count != out.count)
+      bad = "send has " + std::to_string(in.count) + " elements but recv has " + std::to_string(out.count);
+    if (bad.empty()) bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(), in.data == out.data);
+    run(d, bad, [&](context_type& c) {
+      algorithm_type::alltoall(c, in.data, out.data, in.count / n, in.type);
+    });
+  }
+  void alltoall(tensor_view inout) { alltoall(const_tensor_view(inout), inout); }
+  template <std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
+  void alltoall(const In& in, Out&& out) { alltoall(const_view_of(in), view_of(out)); }
+
   // ---- barrier: returns once every rank has entered it ------------------------------------------
   void barrier() {
     static_assert(has_barrier<algorithm_type, context_type>,

@@ -130,11 +130,12 @@ inline std::size_t count_wrong(const void* buf, dtype t, std::size_t count, std:
 }
 
 //! Like count_wrong, against rank r's own pattern (allgather, broadcast: nothing is reduced).
+//! `first`: the global index of buf's first element in r's pattern.
 inline std::size_t count_wrong_pattern(const void* buf, dtype t, int r, std::size_t count, op o,
-                                       std::size_t* first_bad) {
+                                       std::size_t* first_bad, std::size_t first = 0) {
   std::vector<unsigned char> expected(pattern_period * size_of(t));
   fill_pattern(expected.data(), t, r, pattern_period, o);
-  return count_wrong(buf, t, count, 0, expected, first_bad);
+  return count_wrong(buf, t, count, first, expected, first_bad);
 }
 
 }  // namespace tutti::testing

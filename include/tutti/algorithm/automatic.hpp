@@ -47,6 +47,14 @@ struct automatic {
     pick<Ctx>::broadcast(c, in, out, count, t, root);
   }
   template <class Ctx>
+  static void reduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, int root) {
+    pick<Ctx>::reduce(c, in, out, count, t, o, root);
+  }
+  template <class Ctx>
+  static void alltoall(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
+    pick<Ctx>::alltoall(c, in, out, count, t);
+  }
+  template <class Ctx>
   static void barrier(Ctx& c) {
     pick<Ctx>::barrier(c);
   }

@@ -37,6 +37,14 @@ concept has_broadcast = requires(Ctx& c, const void* in, void* out, std::size_t 
 };
 template <class A, class Ctx>
 concept has_barrier = requires(Ctx& c) { A::barrier(c); };
+template <class A, class Ctx>
+concept has_reduce = requires(Ctx& c, const void* in, void* out, std::size_t n, dtype t, op o, int root) {
+  A::reduce(c, in, out, n, t, o, root);
+};
+template <class A, class Ctx>
+concept has_alltoall = requires(Ctx& c, const void* in, void* out, std::size_t n, dtype t) {
+  A::alltoall(c, in, out, n, t);
+};
 
 //! The algorithm checks ranks' arguments in its own first synchronisation (saving the
 //! communicator's separate round) over transport T: it sets `checks_arguments<T>` and offers

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "tutti/algorithm/alltoall.hpp"
 #include "tutti/algorithm/context.hpp"
 #include "tutti/algorithm/split.hpp"
 #include "tutti/core/collective.hpp"
@@ -62,8 +63,8 @@ struct direct {
       announce(c, tr, e, offset_in(tr, r, stage), true);
       const std::byte* a = peer_data(c, tr, 0, e);
       const std::byte* b = peer_data(c, tr, 1, e);
-      reduce(t, o, dst, a, b, count);
-      for (int q = 2; q < n; ++q) reduce(t, o, dst, dst, peer_data(c, tr, q, e), count);
+      tutti::reduce(t, o, dst, a, b, count);
+      for (int q = 2; q < n; ++q) tutti::reduce(t, o, dst, dst, peer_data(c, tr, q, e), count);
       if (o == op::avg) finish_avg(t, dst, count, n);
       return;
     }
@@ -94,7 +95,7 @@ struct direct {
       const std::byte* own = tr.segment_base(r) + mine + seg;
       for (int k = 1; k < n; ++k) {
         const int q = (r + k) % n;
-        reduce(t, o, reduced, k == 1 ? own : reduced, peer_data(c, tr, q, e) + seg, seg_len);
+        tutti::reduce(t, o, reduced, k == 1 ? own : reduced, peer_data(c, tr, q, e) + seg, seg_len);
       }
       if (o == op::avg) finish_avg(t, reduced, seg_len, n);
       tr.signal(reduced_slot, e, offset_in(tr, r, reduced));
@@ -136,8 +137,8 @@ struct direct {
       announce(c, tr, e, offset_in(tr, r, stage), first == 0);
       const std::size_t block = static_cast<std::size_t>(r) * len * esz;
       std::byte* target = dst + first * esz;
-      reduce(t, o, target, stage + block, peer_data(c, tr, (r + 1) % n, e) + block, len);
-      for (int k = 2; k < n; ++k) reduce(t, o, target, target, peer_data(c, tr, (r + k) % n, e) + block, len);
+      tutti::reduce(t, o, target, stage + block, peer_data(c, tr, (r + 1) % n, e) + block, len);
+      for (int k = 2; k < n; ++k) tutti::reduce(t, o, target, target, peer_data(c, tr, (r + k) % n, e) + block, len);
       if (o == op::avg) finish_avg(t, target, len, n);
     }
   }
@@ -186,6 +187,48 @@ struct direct {
       if (r != root) std::memcpy(dst + first, tr.stage(root, parity(e)), len);
     }
     if (r == root) copy(out, in, bytes);
+  }
+
+  //! Every rank stages its input, chunk by chunk; root folds all of them, in rank order, straight
+  //! into its output. Non-roots, too, see every peer announce each epoch before going on (as in
+  //! every direct collective): a rank that has seen all peers reach epoch e knows they are done with
+  //! epoch e-1's stages and payloads, which it will overwrite at epoch e+1.
+  template <class Ctx>
+  static void reduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, int root) {
+    auto& tr = one_sided(c);
+    const int n = c.size(), r = c.rank();
+    const std::size_t esz = size_of(t);
+    if (n == 1) return copy(out, in, count * esz);
+    if (count == 0) return agree(c);
+    const auto* src = static_cast<const std::byte*>(in);
+    auto* dst = static_cast<std::byte*>(out);
+    const std::size_t chunk = std::max<std::size_t>(1, tr.stage_bytes() / esz);
+    for (std::size_t first = 0; first < count; first += chunk) {
+      const std::size_t len = std::min(chunk, count - first);
+      const auto e = tr.next_epoch();
+      std::byte* stage = tr.stage(r, parity(e));
+      if (r != root) std::memcpy(stage, src + first * esz, len * esz);
+      announce(c, tr, e, offset_in(tr, r, stage), first == 0);
+      if (r != root) {
+        for (int q = 0; q < n; ++q)
+          if (q != r) tr.wait_signal(q, ready, e, c.until());
+        continue;
+      }
+      // Root's own input first, then root+1, ..., root-1: in place is safe, since the first step
+      // reads each element of `in` before writing the same element of `out`.
+      std::byte* target = dst + first * esz;
+      tutti::reduce(t, o, target, src + first * esz, peer_data(c, tr, (r + 1) % n, e), len);
+      for (int k = 2; k < n; ++k) tutti::reduce(t, o, target, target, peer_data(c, tr, (r + k) % n, e), len);
+      if (o == op::avg) finish_avg(t, target, len, n);
+    }
+  }
+
+  //! Pairwise exchange over the transport's two-sided channels (one copy in, one out, per block),
+  //! after the argument check that direct otherwise carries in its first signal.
+  template <class Ctx>
+  static void alltoall(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
+    if (c.descriptor() && c.size() > 1) agree(c);
+    pairwise_alltoall(c, in, out, count, t);
   }
 
   template <class Ctx>

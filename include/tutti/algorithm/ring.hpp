@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "tutti/algorithm/alltoall.hpp"
 #include "tutti/algorithm/context.hpp"
 #include "tutti/algorithm/split.hpp"
 #include "tutti/core/dtype.hpp"
@@ -117,6 +118,49 @@ struct ring {
     if (pos == 0) copy_if_distinct(out, in, bytes);
   }
 
+  //! A pipelined chain ending at root: the rank farthest from root (root+1, going backwards) sends
+  //! its input; each rank on the way adds its own and passes the partial result on, chunk by chunk.
+  //! Root gets in[root] op (in[root+1] op (... op in[root-1])), the same order on every call.
+  template <class Ctx>
+  static void reduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, int root) {
+    const int n = c.size();
+    const std::size_t esz = size_of(t);
+    if (n == 1) return copy_if_distinct(out, in, count * esz);
+    if (count == 0) return;
+    const int pos = wrap(c.rank() - root, n);  // 0 at root; n-1 starts the chain
+    const int from = wrap(c.rank() + 1, n), to = wrap(c.rank() - 1, n);
+    const std::size_t chunk = chunk_elems(c, esz);
+    constexpr std::size_t window = 4;  // partial sums in flight before the oldest must have been taken
+    std::byte* incoming = c.scratch((window + 1) * chunk * esz);
+    std::byte* partial = incoming + chunk * esz;
+    std::array<typename Ctx::request, window> sends{};
+    const auto* src = static_cast<const std::byte*>(in);
+    auto* dst = static_cast<std::byte*>(out);
+    std::size_t k = 0;
+    for (std::size_t first = 0; first < count; first += chunk, ++k) {
+      const std::size_t len = std::min(chunk, count - first);
+      const std::byte* mine = src + first * esz;
+      const std::byte* result = mine;  // the chain's last rank passes its input on as it is
+      if (pos < n - 1) {
+        auto rq = c.recv(from, incoming, len * esz);
+        c.wait(rq);
+        c.wait(sends[k % window]);  // the slot we reduce into is free again
+        std::byte* target = pos == 0 ? dst + first * esz : partial + (k % window) * chunk * esz;
+        tutti::reduce(t, o, target, mine, incoming, len);
+        if (pos == 0 && o == op::avg) finish_avg(t, target, len, n);
+        result = target;
+      }
+      if (pos > 0) sends[k % window] = c.send(to, result, len * esz);
+    }
+    for (auto& s : sends) c.wait(s);
+  }
+
+  //! No ring structure helps an alltoall: the pairwise exchange every algorithm shares.
+  template <class Ctx>
+  static void alltoall(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
+    pairwise_alltoall(c, in, out, count, t);
+  }
+
   //! A one-byte ring allgather: after n-1 steps every rank has heard (transitively) from all.
   template <class Ctx>
   static void barrier(Ctx& c) {
@@ -164,7 +208,7 @@ struct ring {
       if (out.count) sq = c.send(wrap(r + 1, n), send_from, out.count * esz);
       c.wait(rq);
       std::byte* reduced = target(recv_seg, inc.first, s);
-      reduce(t, o, reduced, in + inc.first * esz, incoming, inc.count);
+      tutti::reduce(t, o, reduced, in + inc.first * esz, incoming, inc.count);
       c.wait(sq);
       send_from = reduced;
     }

@@ -15,7 +15,7 @@
 
 namespace tutti {
 
-enum class collective : std::uint8_t { allreduce, reduce_scatter, allgather, broadcast, barrier };
+enum class collective : std::uint8_t { allreduce, reduce_scatter, allgather, broadcast, barrier, reduce, alltoall };
 
 [[nodiscard]] constexpr std::string_view name_of(collective c) noexcept {
   switch (c) {
@@ -24,6 +24,8 @@ enum class collective : std::uint8_t { allreduce, reduce_scatter, allgather, bro
     case collective::allgather: return "allgather";
     case collective::broadcast: return "broadcast";
     case collective::barrier: return "barrier";
+    case collective::reduce: return "reduce";
+    case collective::alltoall: return "alltoall";
   }
   return "?";
 }
