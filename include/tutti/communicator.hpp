@@ -367,7 +367,7 @@ class communicator {
       guarded(desc, "while checking arguments across ranks: ", [&] { agree(desc, until); });
     const bool check_in_algorithm = options_.check && in_algorithm;
     context_type c(*transport_, scratch_, d.sequence, until, options_.chunk_bytes, check_in_algorithm ? &desc : nullptr,
-                   &descriptors_);
+                   &descriptors_, &algorithm_state_);
     if (!bad.empty()) {
       if constexpr (in_algorithm) {
         if (check_in_algorithm)
@@ -435,6 +435,7 @@ class communicator {
   transport_type* transport_;
   communicator_options options_;
   algorithm::scratch_buffer scratch_;
+  algorithm::algorithm_state algorithm_state_;
   std::uint64_t sequence_ = 0;
   std::string broken_;  //!< non-empty once a collective failed midway: data may be partial
   std::vector<collective_descriptor> descriptors_;

@@ -126,7 +126,7 @@ void for_each_world(PerRank&& per_rank) {
   for (int world : World::world_sizes()) {
     failure_log log;
     World::run(world, [&](auto& comm) { per_rank(comm, world, log); });
-    INFO(World::name, " world=", world, "\n", log.text());
+    INFO(std::string(World::name), " world=", world, "\n", log.text());
     CHECK(log.count() == 0);
   }
 }

@@ -18,6 +18,8 @@
 #include <tutti/communicator.hpp>
 #include <tutti/transport/shm.hpp>
 
+#include "support/node_layout.hpp"
+
 namespace tutti::testing {
 
 //! A job id nobody else on this host uses: pid, a counter and a random number.
@@ -80,17 +82,20 @@ std::vector<fork_result> fork_ranks(int world, Body&& body, const std::string& j
   return results;
 }
 
-template <class Algorithm>
+//! Layout (node_layout.hpp) places the ranks on simulated nodes; one node by default.
+template <class Algorithm, class Layout = one_node>
 struct fork_world {
   using communicator_type = communicator<transport::shm, Algorithm>;
   static constexpr const char* name = "shm (forked processes)";
-  static std::vector<int> world_sizes() { return {1, 2, 3, 4, 5, 6, 7, 8, 9}; }
+  static std::vector<int> world_sizes() { return Layout::world_sizes(); }
 
   //! Runs fn(comm) on `world` forked ranks; throws tutti::error listing the ranks that failed.
   template <class F>
   static void run(int world, F&& fn) {
     auto results = fork_ranks(world, [&](const rank_info& info) {
-      communicator_type comm(std::make_unique<transport::shm>(info));
+      rank_info placed = info;
+      placed.node_id = Layout::node_of(info.rank, world);
+      communicator_type comm(std::make_unique<transport::shm>(placed));
       fn(comm);
     });
     std::string failures;

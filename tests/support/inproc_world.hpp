@@ -10,21 +10,27 @@
 #include <tutti/communicator.hpp>
 #include <tutti/transport/inproc.hpp>
 
+#include "support/node_layout.hpp"
+
 namespace tutti::testing {
 
-template <class Algorithm>
+//! Layout (node_layout.hpp) places the ranks on simulated nodes; one node by default.
+template <class Algorithm, class Layout = one_node>
 struct inproc_world {
   using communicator_type = communicator<transport::inproc, Algorithm>;
   static constexpr const char* name = "inproc";
-  static std::vector<int> world_sizes() { return {1, 2, 3, 4, 5, 6, 7, 8, 9}; }
+  static std::vector<int> world_sizes() { return Layout::world_sizes(); }
 
   //! Runs fn(comm) on every rank; rethrows the lowest rank's failure after all ranks finish.
   template <class F>
   static void run(int world, F&& fn, communicator_options options = communicator_options::from_env()) {
-    auto errors = transport::inproc::run(world, [&](transport::inproc& t) {
-      communicator_type comm(t, options);
-      fn(comm);
-    });
+    auto errors = transport::inproc::run(
+        world,
+        [&](transport::inproc& t) {
+          communicator_type comm(t, options);
+          fn(comm);
+        },
+        node_ids(world, &Layout::node_of));
     for (auto& e : errors)
       if (e) std::rethrow_exception(e);
   }

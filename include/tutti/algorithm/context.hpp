@@ -8,6 +8,7 @@
 
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tutti/core/collective.hpp"
@@ -38,6 +39,21 @@ class scratch_buffer {
   std::size_t size_ = 0;
 };
 
+//! State an algorithm keeps across the collectives of one communicator (e.g. hierarchical's node
+//! grid and group transports), created on first use. The communicator owns it.
+class algorithm_state {
+ public:
+  //! The state of type S, made by `make()` (returning std::shared_ptr<S>) the first time.
+  template <class S, class Make>
+  S& get(Make&& make) {
+    if (!value_) value_ = make();
+    return *static_cast<S*>(value_.get());
+  }
+
+ private:
+  std::shared_ptr<void> value_;
+};
+
 //! One collective's view: the transport, a tag unique to this collective, its deadline, scratch.
 //! Algorithms reach the transport only through this, so every wait carries the deadline.
 template <class Transport>
@@ -47,9 +63,10 @@ class context {
   using request = typename Transport::request;
 
   context(Transport& t, scratch_buffer& s, std::uint64_t tag, deadline until, std::size_t chunk_bytes,
-          const collective_descriptor* to_check = nullptr, std::vector<collective_descriptor>* peers = nullptr) noexcept
+          const collective_descriptor* to_check = nullptr, std::vector<collective_descriptor>* peers = nullptr,
+          algorithm_state* state = nullptr) noexcept
       : transport_(t), scratch_(s), tag_(tag), until_(until), chunk_bytes_(chunk_bytes), to_check_(to_check),
-        peers_(peers) {}
+        peers_(peers), state_(state) {}
 
   //! For algorithms that check arguments in their first synchronisation (`checks_arguments`): this
   //! rank's descriptor to publish, or null when checking is off or already done.
@@ -77,6 +94,13 @@ class context {
   [[nodiscard]] std::byte* scratch(std::size_t bytes) { return scratch_.get(bytes); }
   [[nodiscard]] Transport& transport() noexcept { return transport_; }
   [[nodiscard]] deadline until() const noexcept { return until_; }  //!< for waits outside send/recv
+  [[nodiscard]] std::uint64_t tag() const noexcept { return tag_; }
+  //! The algorithm's state on this communicator (see algorithm_state); S is made by make() once.
+  template <class S, class Make>
+  S& state(Make&& make) {
+    if (!state_) throw error("rank " + std::to_string(rank()) + ": this algorithm needs state, and its context has none");
+    return state_->get<S>(std::forward<Make>(make));
+  }
 
   [[nodiscard]] request send(int peer, const void* data, std::size_t bytes) { return transport_.send(peer, tag_, data, bytes); }
   [[nodiscard]] request recv(int peer, void* data, std::size_t bytes) { return transport_.recv(peer, tag_, data, bytes); }
@@ -90,6 +114,7 @@ class context {
   std::size_t chunk_bytes_;
   const collective_descriptor* to_check_;
   std::vector<collective_descriptor>* peers_;
+  algorithm_state* state_;
 };
 
 }  // namespace tutti::algorithm

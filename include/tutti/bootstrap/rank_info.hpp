@@ -5,6 +5,7 @@
 #include <cctype>
 #include <string>
 
+#include "tutti/bootstrap/node.hpp"
 #include "tutti/core/config.hpp"
 #include "tutti/core/error.hpp"
 
@@ -17,6 +18,7 @@ struct rank_info {
   int local_size = 1;    //!< number of ranks on this node
   std::string job_id;    //!< unique per launch; names shared resources so jobs never collide
   std::string launcher = "none";  //!< whose variables described this rank (for logs and errors)
+  std::string node_id;   //!< which node this rank runs on (node_id_from_env(); empty: not known)
 
   //! Throws invalid_argument when the description is inconsistent.
   void validate() const {
@@ -103,6 +105,7 @@ inline bool launcher_present(const launcher_vars& l) {
     break;
   }
   info.job_id = job_id_from_env();
+  info.node_id = node_id_from_env();
   info.validate();
   return info;
 }

@@ -85,6 +85,11 @@ class fabric {
   }
 
   [[nodiscard]] int world_size() const noexcept { return world_; }
+  //! Simulated node of each rank (inproc::run's node_ids); "inproc" for all when none were given.
+  [[nodiscard]] std::string node_id(int rank) const {
+    return node_ids_.empty() ? std::string("inproc") : node_ids_[static_cast<std::size_t>(rank)];
+  }
+  void set_node_ids(std::vector<std::string> ids) { node_ids_ = std::move(ids); }
 
   //! Posts a send from `src`; completes it at once if `op->peer` already posted the receive.
   void post_send(int src, op_state* op) { post(between(src, op->peer), op, true, src); }
@@ -131,6 +136,7 @@ class fabric {
   }
 
   int world_;
+  std::vector<std::string> node_ids_;
   std::unique_ptr<channel[]> channels_;
   std::unique_ptr<std::atomic<bool>[]> gone_;
 };

@@ -53,6 +53,8 @@ class inproc {
 
   [[nodiscard]] int rank() const noexcept { return rank_; }
   [[nodiscard]] int world_size() const noexcept { return fabric_->world_size(); }
+  //! The simulated node this rank is on (see run()), for hierarchical algorithms' grouping.
+  [[nodiscard]] std::string node_id() const { return fabric_->node_id(rank_); }
 
   [[nodiscard]] request send(int peer, std::uint64_t tag, const void* data, std::size_t bytes) {
     auto* op = acquire(peer, tag, bytes, true);
@@ -100,11 +102,16 @@ class inproc {
 
   //! Runs fn(transport&) on `world_size` threads sharing one fabric and returns each rank's
   //! exception (null where the rank succeeded). The transport of a rank that throws is destroyed
-  //! at once, so its peers see peer_lost instead of waiting for the deadline.
+  //! at once, so its peers see peer_lost instead of waiting for the deadline. `node_ids`, when
+  //! given, simulates nodes: rank r reports node_ids[r] as its node_id().
   template <class F>
-  static std::vector<std::exception_ptr> run(int world_size, F&& fn) {
+  static std::vector<std::exception_ptr> run(int world_size, F&& fn, std::vector<std::string> node_ids = {}) {
     if (world_size < 1) throw invalid_argument("transport::inproc::run: world_size " + std::to_string(world_size) + " < 1");
+    if (!node_ids.empty() && node_ids.size() != static_cast<std::size_t>(world_size))
+      throw invalid_argument("transport::inproc::run: " + std::to_string(node_ids.size()) + " node ids for " +
+                             std::to_string(world_size) + " ranks");
     auto shared = std::make_shared<fabric>(world_size);
+    shared->set_node_ids(std::move(node_ids));
     std::vector<std::exception_ptr> errors(static_cast<std::size_t>(world_size));
     std::vector<std::thread> threads;
     threads.reserve(static_cast<std::size_t>(world_size));

@@ -105,6 +105,7 @@ class shm {
   //! has created and mapped its segment, or throws timeout / peer_lost naming the missing peer.
   explicit shm(const rank_info& info, shm_options options = shm_options::from_env())
       : rank_(info.rank),
+        node_id_(info.node_id.empty() ? node_id_from_env() : info.node_id),
         world_(info.world_size),
         layout_{static_cast<std::size_t>(info.world_size), options.slots, options.slot_bytes, options.stage_bytes,
                 options.pool_bytes},
@@ -149,6 +150,8 @@ class shm {
 
   [[nodiscard]] int rank() const noexcept { return rank_; }
   [[nodiscard]] int world_size() const noexcept { return world_; }
+  //! The node this rank runs on (rank_info::node_id), for hierarchical algorithms' grouping.
+  [[nodiscard]] const std::string& node_id() const noexcept { return node_id_; }
 
   [[nodiscard]] request send(int peer, std::uint64_t tag, const void* data, std::size_t bytes) {
     op_state* op = acquire(peer, tag, bytes, true);
@@ -511,6 +514,7 @@ class shm {
   }
 
   int rank_;
+  std::string node_id_;
   int world_;
   shm_detail::layout layout_;
   shm_detail::segment own_;

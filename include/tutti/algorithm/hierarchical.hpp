@@ -1,0 +1,240 @@
+//! @file hierarchical.hpp  algorithm::hierarchical<Intra, Inter> — two levels: inside each node,
+//! then across nodes among the ranks with the same local index.
+//!
+//! allreduce (Intra can reduce-scatter): reduce-scatter inside the node, so local rank l holds the
+//! node's sum of segment l; allreduce segment l across nodes with the other nodes' local rank l
+//! (L such allreduces run at once, each over 1/L of the data, using every rank's network link);
+//! allgather inside the node. Each byte crosses the network once per node instead of once per
+//! rank. With an Intra that cannot reduce-scatter (tree): reduce to local rank 0, allreduce among
+//! local ranks 0, broadcast inside the node.
+//! reduce_scatter and allgather are the same two levels (blocks are permuted through scratch so
+//! each level sees contiguous blocks); broadcast and reduce go through the root's local index on
+//! every node; barrier is Intra's then Inter's; alltoall is the flat pairwise exchange.
+//!
+//! Nodes come from the transport's node_id() (rank_info::node_id: hostname + boot id, or
+//! TUTTI_NODE_ID), exchanged on the first collective. Every node must hold the same number of
+//! ranks; otherwise every rank gets the same tutti::invalid_argument naming the nodes.
+//! Intra and Inter run over transport::group views, which are two-sided: `direct` cannot be
+//! Intra (see transport/group.hpp). Sub-collectives always use sum for avg; the result is divided
+//! once at the end, as the flat algorithms do.
+#pragma once
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tutti/algorithm/alltoall.hpp"
+#include "tutti/algorithm/concepts.hpp"
+#include "tutti/algorithm/context.hpp"
+#include "tutti/bootstrap/node.hpp"
+#include "tutti/core/dtype.hpp"
+#include "tutti/core/error.hpp"
+#include "tutti/core/op.hpp"
+#include "tutti/core/policy.hpp"
+#include "tutti/core/reduce.hpp"
+#include "tutti/transport/group.hpp"
+
+namespace tutti::algorithm {
+
+template <class Intra, class Inter>
+struct hierarchical {
+  static_assert(algorithm_policy<Intra>, "tutti::algorithm::hierarchical<Intra, Inter>: Intra is not a tutti Algorithm");
+  static_assert(algorithm_policy<Inter>, "tutti::algorithm::hierarchical<Intra, Inter>: Inter is not a tutti Algorithm");
+  using tutti_role = role::algorithm;
+  static constexpr std::string_view name = "hierarchical";
+  using intra_algorithm = Intra;
+  using inter_algorithm = Inter;
+
+  //! The context Intra and Inter see: the parent transport's group view.
+  template <class Ctx>
+  using sub_context = context<transport::group<typename Ctx::transport_type>>;
+
+  template <class Ctx>
+    requires has_allreduce<Inter, sub_context<Ctx>> &&
+             ((has_reduce_scatter<Intra, sub_context<Ctx>> && has_allgather<Intra, sub_context<Ctx>> &&
+               has_allreduce<Intra, sub_context<Ctx>>) ||
+              (has_reduce<Intra, sub_context<Ctx>> && has_broadcast<Intra, sub_context<Ctx>>))
+  static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
+    auto& s = setup(c);
+    auto ic = s.intra_context(c), xc = s.inter_context(c);
+    const std::size_t esz = size_of(t);
+    const op inner = o == op::avg ? op::sum : o;
+    const auto* src = static_cast<const std::byte*>(in);
+    auto* dst = static_cast<std::byte*>(out);
+    if (count == 0) return;
+    if constexpr (has_reduce_scatter<Intra, sub_context<Ctx>> && has_allgather<Intra, sub_context<Ctx>>) {
+      const auto L = static_cast<std::size_t>(s.grid.local_size), l = static_cast<std::size_t>(s.grid.local_rank);
+      const std::size_t block = count / L, body = block * L, tail = count - body;
+      if (block) {
+        std::byte* mine = dst + l * block * esz;  // the in-place layouts of reduce_scatter and allgather
+        Intra::reduce_scatter(ic, src, mine, block, t, inner);
+        Inter::allreduce(xc, mine, mine, block, t, inner);
+        Intra::allgather(ic, mine, dst, block, t);
+      }
+      if (tail) {  // fewer than L elements left: both levels reduce them whole
+        Intra::allreduce(ic, src + body * esz, dst + body * esz, tail, t, inner);
+        Inter::allreduce(xc, dst + body * esz, dst + body * esz, tail, t, inner);
+      }
+    } else {
+      const bool leader = s.grid.local_rank == 0;
+      Intra::reduce(ic, src, leader ? dst : nullptr, count, t, inner, 0);
+      if (leader) Inter::allreduce(xc, dst, dst, count, t, inner);
+      Intra::broadcast(ic, dst, dst, count, t, 0);
+    }
+    if (o == op::avg) finish_avg(t, dst, count, c.size());
+  }
+
+  //! in: count * n blocks (block q for rank q); out: this rank's `count`.
+  template <class Ctx>
+    requires has_reduce_scatter<Intra, sub_context<Ctx>> && has_reduce_scatter<Inter, sub_context<Ctx>>
+  static void reduce_scatter(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
+    auto& s = setup(c);
+    auto ic = s.intra_context(c), xc = s.inter_context(c);
+    if (count == 0) return;
+    const auto& g = s.grid;
+    const std::size_t esz = size_of(t), bytes = count * esz, N = static_cast<std::size_t>(g.nodes);
+    const std::size_t world = static_cast<std::size_t>(c.size());
+    // Local index j's share, node by node, so the node-level reduce-scatter hands local rank j
+    // the blocks of every node's rank j, which the node-level reduce-scatter across nodes splits.
+    std::byte* ordered = c.scratch((world + N) * bytes);
+    std::byte* partial = ordered + world * bytes;
+    for (int j = 0; j < g.local_size; ++j)
+      for (int k = 0; k < g.nodes; ++k)
+        std::memcpy(ordered + (static_cast<std::size_t>(j) * N + static_cast<std::size_t>(k)) * bytes,
+                    static_cast<const std::byte*>(in) + static_cast<std::size_t>(g.at(k, j)) * bytes, bytes);
+    const op inner = o == op::avg ? op::sum : o;
+    Intra::reduce_scatter(ic, ordered, partial, N * count, t, inner);
+    Inter::reduce_scatter(xc, partial, out, count, t, inner);
+    if (o == op::avg) finish_avg(t, out, count, c.size());
+  }
+
+  //! in: count; out: count * n, rank q's block at q * count.
+  template <class Ctx>
+    requires has_allgather<Intra, sub_context<Ctx>> && has_allgather<Inter, sub_context<Ctx>>
+  static void allgather(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
+    auto& s = setup(c);
+    auto ic = s.intra_context(c), xc = s.inter_context(c);
+    if (count == 0) return;
+    const auto& g = s.grid;
+    const std::size_t esz = size_of(t), bytes = count * esz, N = static_cast<std::size_t>(g.nodes);
+    std::byte* across = c.scratch((N + static_cast<std::size_t>(c.size())) * bytes);
+    std::byte* gathered = across + N * bytes;  // by local index, then node
+    Inter::allgather(xc, in, across, count, t);  // reads `in` before `out` is written (in place)
+    Intra::allgather(ic, across, gathered, N * count, t);
+    for (int j = 0; j < g.local_size; ++j)
+      for (int k = 0; k < g.nodes; ++k)
+        std::memcpy(static_cast<std::byte*>(out) + static_cast<std::size_t>(g.at(k, j)) * bytes,
+                    gathered + (static_cast<std::size_t>(j) * N + static_cast<std::size_t>(k)) * bytes, bytes);
+  }
+
+  //! Across nodes among the root's local index, then inside every node from that rank.
+  template <class Ctx>
+    requires has_broadcast<Intra, sub_context<Ctx>> && has_broadcast<Inter, sub_context<Ctx>>
+  static void broadcast(Ctx& c, const void* in, void* out, std::size_t count, dtype t, int root) {
+    auto& s = setup(c);
+    auto ic = s.intra_context(c), xc = s.inter_context(c);
+    const auto [root_node, root_local] = s.place(root);
+    if (s.grid.local_rank == root_local) Inter::broadcast(xc, c.rank() == root ? in : out, out, count, t, root_node);
+    Intra::broadcast(ic, out, out, count, t, root_local);
+  }
+
+  //! Inside every node to the root's local index, then across nodes among those ranks to root.
+  template <class Ctx>
+    requires has_reduce<Intra, sub_context<Ctx>> && has_reduce<Inter, sub_context<Ctx>>
+  static void reduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, int root) {
+    auto& s = setup(c);
+    auto ic = s.intra_context(c), xc = s.inter_context(c);
+    if (count == 0) return;
+    const auto [root_node, root_local] = s.place(root);
+    const bool relay = s.grid.local_rank == root_local, is_root = c.rank() == root;
+    const op inner = o == op::avg ? op::sum : o;
+    std::byte* node_sum = !relay ? nullptr : is_root ? static_cast<std::byte*>(out) : c.scratch(count * size_of(t));
+    Intra::reduce(ic, in, node_sum, count, t, inner, root_local);
+    if (relay) Inter::reduce(xc, node_sum, is_root ? out : nullptr, count, t, inner, root_node);
+    if (is_root && o == op::avg) finish_avg(t, out, count, c.size());
+  }
+
+  //! Everyone on my node entered; then every node's rank with my local index passed that point.
+  template <class Ctx>
+    requires has_barrier<Intra, sub_context<Ctx>> && has_barrier<Inter, sub_context<Ctx>>
+  static void barrier(Ctx& c) {
+    auto& s = setup(c);
+    auto ic = s.intra_context(c), xc = s.inter_context(c);
+    Intra::barrier(ic);
+    Inter::barrier(xc);
+  }
+
+  //! No aggregation across the node boundary yet: the flat pairwise exchange.
+  template <class Ctx>
+  static void alltoall(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
+    setup(c);  // the node check still applies: one verdict for every collective
+    pairwise_alltoall(c, in, out, count, t);
+  }
+
+  //! The node grid and the two group transports, made on the communicator's first collective.
+  template <class Transport>
+  struct state {
+    node_grid grid;
+    std::string refusal;  //!< why this job cannot be arranged in nodes (empty: it can)
+    transport::group<Transport> intra, inter;
+    scratch_buffer intra_scratch, inter_scratch;  // apart from the caller's scratch, which holds our own data
+
+    template <class Ctx>
+    context<transport::group<Transport>> intra_context(Ctx& c) {
+      return {intra, intra_scratch, c.tag(), c.until(), c.chunk_bytes()};
+    }
+    template <class Ctx>
+    context<transport::group<Transport>> inter_context(Ctx& c) {
+      return {inter, inter_scratch, c.tag(), c.until(), c.chunk_bytes()};
+    }
+    //! Node and local index of global rank r.
+    [[nodiscard]] std::pair<int, int> place(int r) const {
+      for (int k = 0; k < grid.nodes; ++k)
+        for (int l = 0; l < grid.local_size; ++l)
+          if (grid.at(k, l) == r) return {k, l};
+      return {0, 0};
+    }
+  };
+
+ private:
+  template <class T>
+  static std::string node_of(const T& t) {
+    if constexpr (requires { t.node_id(); }) return std::string(t.node_id());
+    else return node_id_from_env();
+  }
+
+  //! First call: every rank sends every other the hash of its node id (tagged with this
+  //! collective, so it cannot be confused with data), and all build the same grid.
+  template <class Ctx>
+  static auto& setup(Ctx& c) {
+    using T = typename Ctx::transport_type;
+    auto& s = c.template state<state<T>>([] { return std::make_shared<state<T>>(); });
+    if (s.intra.world_size() == 0 && s.refusal.empty()) {
+      const int n = c.size(), me = c.rank();
+      std::vector<std::uint64_t> hashes(static_cast<std::size_t>(n));
+      hashes[static_cast<std::size_t>(me)] = node_hash(node_of(c.transport()));
+      std::vector<typename Ctx::request> pending(2 * static_cast<std::size_t>(n));
+      for (int p = 0; p < n; ++p) {
+        if (p == me) continue;
+        pending[2 * static_cast<std::size_t>(p)] = c.recv(p, &hashes[static_cast<std::size_t>(p)], sizeof(std::uint64_t));
+        pending[2 * static_cast<std::size_t>(p) + 1] = c.send(p, &hashes[static_cast<std::size_t>(me)], sizeof(std::uint64_t));
+      }
+      for (auto& p : pending) c.wait(p);
+      try {
+        s.grid = node_grid::from_hashes(hashes, me);
+        s.intra = transport::group<T>(c.transport(), s.grid.intra);
+        s.inter = transport::group<T>(c.transport(), s.grid.inter);
+      } catch (const invalid_argument& e) {
+        s.refusal = e.what();
+      }
+    }
+    if (!s.refusal.empty())
+      throw invalid_argument("rank " + std::to_string(c.rank()) + ": algorithm::hierarchical: " + s.refusal);
+    return s;
+  }
+};
+
+}  // namespace tutti::algorithm

@@ -1,0 +1,96 @@
+//! @file node.hpp  Which ranks share a node, and where each rank sits in the node grid.
+//!
+//! A node is identified by hostname plus the kernel's boot id (two containers with the same
+//! hostname on different machines differ; a rebooted machine is a new node). TUTTI_NODE_ID
+//! overrides it, so several "nodes" can be simulated on one host. Ranks exchange a 64-bit hash of
+//! the id; node_grid turns every rank's hash into the intra-node and inter-node groups that
+//! hierarchical algorithms use.
+#pragma once
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tutti/core/config.hpp"
+#include "tutti/core/error.hpp"
+
+namespace tutti {
+
+//! TUTTI_NODE_ID if set (and non-empty), else "<hostname>/<boot id>".
+[[nodiscard]] inline std::string node_id_from_env() {
+  if (auto v = config::raw("TUTTI_NODE_ID"); v && !v->empty()) return std::string(*v);
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '?';
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  return std::string(host) + "/" + boot;
+}
+
+//! FNV-1a: ranks compare node ids as 64-bit hashes (a fixed-size message).
+[[nodiscard]] inline std::uint64_t node_hash(std::string_view id) noexcept {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : id) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+//! The job's ranks arranged as nodes x local ranks. Nodes are numbered by their lowest rank and
+//! ranks within a node by rank, so every rank computes the same grid from the same hashes.
+struct node_grid {
+  int nodes = 1;
+  int local_size = 1;
+  int node = 0;         //!< this rank's node
+  int local_rank = 0;   //!< this rank's index within its node
+  std::vector<int> intra;  //!< global ranks of this rank's node, by local rank
+  std::vector<int> inter;  //!< global ranks with this rank's local index, by node
+  std::vector<int> rank_at;  //!< rank_at[node * local_size + local]: the global rank there
+
+  //! Every node must hold the same number of ranks: the inter-node groups pair local index i of
+  //! every node. Throws invalid_argument (the same text on every rank) naming the nodes otherwise.
+  static node_grid from_hashes(std::span<const std::uint64_t> hash, int me) {
+    std::vector<std::uint64_t> order;  // distinct hashes by first appearance
+    std::vector<std::vector<int>> members;
+    for (int r = 0; r < static_cast<int>(hash.size()); ++r) {
+      auto it = std::find(order.begin(), order.end(), hash[static_cast<std::size_t>(r)]);
+      if (it == order.end()) {
+        order.push_back(hash[static_cast<std::size_t>(r)]);
+        members.emplace_back();
+        it = order.end() - 1;
+      }
+      members[static_cast<std::size_t>(it - order.begin())].push_back(r);
+    }
+    node_grid g;
+    g.nodes = static_cast<int>(members.size());
+    g.local_size = static_cast<int>(members[0].size());
+    for (const auto& m : members) {
+      if (static_cast<int>(m.size()) == g.local_size) continue;
+      std::string text;
+      for (std::size_t k = 0; k < members.size(); ++k) {
+        text += (k ? "; node " : "node ") + std::to_string(k) + " has " + std::to_string(members[k].size()) + " (ranks";
+        for (int r : members[k]) text += " " + std::to_string(r);
+        text += ")";
+      }
+      throw invalid_argument("hierarchical algorithms need the same number of ranks on every node; " + text +
+                             ". Use a flat algorithm, or set TUTTI_NODE_ID to group ranks evenly");
+    }
+    for (int k = 0; k < g.nodes; ++k) {
+      const auto& m = members[static_cast<std::size_t>(k)];
+      for (int l = 0; l < g.local_size; ++l) {
+        g.rank_at.push_back(m[static_cast<std::size_t>(l)]);
+        if (m[static_cast<std::size_t>(l)] == me) g.node = k, g.local_rank = l;
+      }
+    }
+    g.intra = members[static_cast<std::size_t>(g.node)];
+    for (int k = 0; k < g.nodes; ++k) g.inter.push_back(g.at(k, g.local_rank));
+    return g;
+  }
+
+  [[nodiscard]] int at(int node_index, int local) const noexcept {
+    return rank_at[static_cast<std::size_t>(node_index * local_size + local)];
+  }
+};
+
+}  // namespace tutti
