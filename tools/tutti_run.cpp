@@ -39,12 +39,15 @@ namespace {
 using steady = std::chrono::steady_clock;
 
 constexpr std::string_view synopsis =
-    "usage: tutti-run -n N [--job-id ID] [--grace SECONDS] [--no-prefix] [--] prog [args...]\n";
+    "usage: tutti-run -n N [--ranks-per-node K] [--job-id ID] [--grace SECONDS] [--no-prefix] [--] prog [args...]\n";
 
 constexpr std::string_view help_text =
     "Starts N ranks of prog on this host, as tutti's bootstrap expects them.\n"
     "\n"
     "  -n N               number of ranks (1..65536)\n"
+    "  --ranks-per-node K simulate nodes of K ranks on this host: rank k gets TUTTI_NODE_ID=sim<k/K>,\n"
+    "                     TUTTI_LOCAL_RANK=k%K and its node's TUTTI_LOCAL_SIZE (the last node may\n"
+    "                     be smaller), for testing hierarchical algorithms (default: one node)\n"
     "  --job-id ID        job id, 1..64 of [A-Za-z0-9_-] (default: a fresh unique id)\n"
     "  --grace SECONDS    how long ranks get to exit after a stop signal before SIGKILL\n"
     "                     (default 3)\n"
@@ -136,6 +139,7 @@ std::string seconds_text(double s) {
 
 struct options {
   int ranks = 0;
+  int ranks_per_node = 0;  //!< 0: one node, TUTTI_NODE_ID left as it is
   std::string job_id;
   bool job_id_given = false;
   double grace_seconds = 3.0;
@@ -202,7 +206,7 @@ options parse_command_line(int argc, char** argv) {
       value = arg.substr(2);
       inline_value = true;
     }
-    if (name != "-n" && name != "--job-id" && name != "--grace")
+    if (name != "-n" && name != "--job-id" && name != "--grace" && name != "--ranks-per-node")
       usage_error("unknown option '" + std::string(arg) + "'");
     if (!inline_value) {
       if (i + 1 >= argc) usage_error("option " + std::string(name) + " needs a value");
@@ -216,6 +220,13 @@ options parse_command_line(int argc, char** argv) {
                     std::string(value) + "'");
       opt.ranks = n;
       have_ranks = true;
+    } else if (name == "--ranks-per-node") {
+      int k = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), k);
+      if (ec != std::errc{} || end != value.data() + value.size() || k < 1 || k > max_ranks)
+        usage_error("--ranks-per-node takes a number from 1 to " + std::to_string(max_ranks) + ", got '" +
+                    std::string(value) + "'");
+      opt.ranks_per_node = k;
     } else if (name == "--job-id") {
       if (!valid_job_id(value))
         usage_error("--job-id takes 1 to " + std::to_string(max_job_id) +
@@ -325,10 +336,15 @@ class job {
  public:
   explicit job(options opt) : opt_(std::move(opt)), ranks_(static_cast<std::size_t>(opt_.ranks)) {
     const std::string_view ours[] = {"TUTTI_RANK=", "TUTTI_WORLD_SIZE=", "TUTTI_LOCAL_RANK=",
-                                     "TUTTI_LOCAL_SIZE=", "TUTTI_JOB_ID="};
+                                     "TUTTI_LOCAL_SIZE=", "TUTTI_JOB_ID=", "TUTTI_NODE_ID="};
+    const auto set_by_us = [&](std::string_view entry) {
+      return std::any_of(std::begin(ours), std::end(ours), [&](auto p) {
+        return entry.starts_with(p) && (p != "TUTTI_NODE_ID=" || opt_.ranks_per_node > 0);
+      });
+    };
     for (char** e = environ; e && *e; ++e) {
       const std::string_view entry = *e;
-      if (std::none_of(std::begin(ours), std::end(ours), [&](auto p) { return entry.starts_with(p); }))
+      if (!set_by_us(entry))
         environment_.push_back(*e);
     }
   }
@@ -379,8 +395,16 @@ class job {
     }
     // Everything the child needs is built before fork.
     const std::string n = std::to_string(opt_.ranks), r = std::to_string(k);
-    std::string ours[] = {"TUTTI_RANK=" + r, "TUTTI_WORLD_SIZE=" + n, "TUTTI_LOCAL_RANK=" + r,
-                          "TUTTI_LOCAL_SIZE=" + n, "TUTTI_JOB_ID=" + opt_.job_id};
+    std::vector<std::string> ours = {"TUTTI_RANK=" + r, "TUTTI_WORLD_SIZE=" + n, "TUTTI_JOB_ID=" + opt_.job_id};
+    if (const int per = opt_.ranks_per_node; per > 0) {
+      const int node = k / per, first = node * per;
+      ours.push_back("TUTTI_NODE_ID=sim" + std::to_string(node));
+      ours.push_back("TUTTI_LOCAL_RANK=" + std::to_string(k - first));
+      ours.push_back("TUTTI_LOCAL_SIZE=" + std::to_string(std::min(per, opt_.ranks - first)));
+    } else {
+      ours.push_back("TUTTI_LOCAL_RANK=" + r);
+      ours.push_back("TUTTI_LOCAL_SIZE=" + n);
+    }
     std::vector<char*> envp(environment_);
     for (auto& s : ours) envp.push_back(s.data());
     envp.push_back(nullptr);

@@ -33,3 +33,15 @@ grep -qxF "[rank 0] TUTTI_RANK=0" "$tmp/dup.out" || fail "TUTTI_RANK is not 0 fo
 launch args -n 1 -- sh -c 'printf "<%s>" "$@"; echo' sh -n 5 --grace x
 expect_status 0 "arguments after --"
 grep -qxF '[rank 0] <-n><5><--grace><x>' "$tmp/args.out" || fail "arguments after -- not passed through"
+
+# --ranks-per-node K simulates nodes: node id, local rank and the node's local size per rank (the
+# last node holds the remainder), and a TUTTI_NODE_ID in tutti-run's environment is replaced.
+print_node='echo "$TUTTI_RANK $TUTTI_NODE_ID $TUTTI_LOCAL_RANK $TUTTI_LOCAL_SIZE"'
+TUTTI_NODE_ID=stale launch nodes -n 5 --ranks-per-node 2 sh -c "$print_node"
+expect_status 0 "--ranks-per-node 2"
+for line in "0 sim0 0 2" "1 sim0 1 2" "2 sim1 0 2" "3 sim1 1 2" "4 sim2 0 1"; do
+  grep -qxF "[rank ${line%% *}] $line" "$tmp/nodes.out" || fail "--ranks-per-node: no line '$line'"
+done
+# Without it, TUTTI_NODE_ID passes through untouched (the user's own node override).
+TUTTI_NODE_ID=mine launch own_node -n 1 sh -c "$print_node"
+grep -qxF "[rank 0] 0 mine 0 1" "$tmp/own_node.out" || fail "TUTTI_NODE_ID not passed through"

@@ -26,6 +26,8 @@ true
 -n 1 --job-id ${id64}b true
 -n 1 --grace -1 true
 -n 1 --grace soon true
+-n 2 --ranks-per-node 0 true
+-n 2 --ranks-per-node x true
 EOT
 
 launch help --help
