@@ -4,7 +4,8 @@
 set -euo pipefail
 
 # openmpi-bin: the tests start ranks with mpirun too, to prove from_env() reads Open MPI's variables.
-apt_packages=(g++ cmake make pkg-config libboost-dev doctest-dev openmpi-bin)
+# libopenmpi-dev: tests/mpi compares every collective with Open MPI's (found through pkg-config ompi-c).
+apt_packages=(g++ cmake make pkg-config libboost-dev doctest-dev openmpi-bin libopenmpi-dev)
 pip_packages=(conan)
 
 missing=()

@@ -69,7 +69,11 @@ struct node_grid {
       if (static_cast<int>(m.size()) == g.local_size) continue;
       std::string text;
       for (std::size_t k = 0; k < members.size(); ++k) {
-        text += (k ? "; node " : "node ") + std::to_string(k) + " has " + std::to_string(members[k].size()) + " (ranks";
+        text += k ? "; node " : "node ";
+        text += std::to_string(k);
+        text += " has ";
+        text += std::to_string(members[k].size());
+        text += " (ranks";
         for (int r : members[k]) text += " " + std::to_string(r);
         text += ")";
       }
