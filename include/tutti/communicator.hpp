@@ -179,6 +179,9 @@ class communicator {
   [[nodiscard]] const communicator_options& options() const noexcept { return options_; }
   [[nodiscard]] transport_type& transport() noexcept { return *transport_; }
 
+  // Each collective static_asserts that the algorithm implements it and calls it under
+  // `if constexpr`, so a missing collective is one error, not two.
+
   // ---- allreduce: out[i] = op over ranks of in[i] ----------------------------------------------
   void allreduce(const_tensor_view in, tensor_view out, op o) {
     static_assert(has_allreduce<algorithm_type, context_type>,
@@ -189,7 +192,8 @@ class communicator {
       bad = "send has " + std::to_string(in.count) + " elements but recv has " + std::to_string(out.count);
     if (bad.empty()) bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(), in.data == out.data);
     run(d, bad, [&](context_type& c) {
-      algorithm_type::allreduce(c, in.data, out.data, in.count, in.type, o);
+      if constexpr (has_allreduce<algorithm_type, context_type>)
+        algorithm_type::allreduce(c, in.data, out.data, in.count, in.type, o);
     });
   }
   void allreduce(tensor_view inout, op o) { allreduce(const_tensor_view(inout), inout, o); }
@@ -212,7 +216,8 @@ class communicator {
       bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(),
                            out.data == in.bytes_ptr() + static_cast<std::size_t>(rank()) * out.bytes());
     run(d, bad, [&](context_type& c) {
-      algorithm_type::reduce_scatter(c, in.data, out.data, out.count, in.type, o);
+      if constexpr (has_reduce_scatter<algorithm_type, context_type>)
+        algorithm_type::reduce_scatter(c, in.data, out.data, out.count, in.type, o);
     });
   }
   template <std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
@@ -232,7 +237,8 @@ class communicator {
       bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(),
                            in.data == out.bytes_ptr() + static_cast<std::size_t>(rank()) * in.bytes());
     run(d, bad, [&](context_type& c) {
-      algorithm_type::allgather(c, in.data, out.data, in.count, in.type);
+      if constexpr (has_allgather<algorithm_type, context_type>)
+        algorithm_type::allgather(c, in.data, out.data, in.count, in.type);
     });
   }
   template <std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
@@ -252,7 +258,8 @@ class communicator {
       bad = "root's send has " + std::to_string(in.count) + " elements but recv has " + std::to_string(out.count);
     if (bad.empty() && is_root) bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(), in.data == out.data);
     run(d, bad, [&](context_type& c) {
-      algorithm_type::broadcast(c, is_root ? in.data : out.data, out.data, out.count, out.type, root);
+      if constexpr (has_broadcast<algorithm_type, context_type>)
+        algorithm_type::broadcast(c, is_root ? in.data : out.data, out.data, out.count, out.type, root);
     });
   }
   void broadcast(tensor_view inout, int root) { broadcast(const_tensor_view(inout), inout, root); }
@@ -274,7 +281,8 @@ class communicator {
       bad = "send has " + std::to_string(in.count) + " elements but root's recv has " + std::to_string(out.count);
     if (bad.empty() && is_root) bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(), in.data == out.data);
     run(d, bad, [&](context_type& c) {
-      algorithm_type::reduce(c, in.data, is_root ? out.data : nullptr, in.count, in.type, o, root);
+      if constexpr (has_reduce<algorithm_type, context_type>)
+        algorithm_type::reduce(c, in.data, is_root ? out.data : nullptr, in.count, in.type, o, root);
     });
   }
   void reduce(tensor_view inout, op o, int root) { reduce(const_tensor_view(inout), inout, o, root); }
@@ -295,7 +303,8 @@ class communicator {
       bad = "send has " + std::to_string(in.count) + " elements but recv has " + std::to_string(out.count);
     if (bad.empty()) bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(), in.data == out.data);
     run(d, bad, [&](context_type& c) {
-      algorithm_type::alltoall(c, in.data, out.data, in.count / n, in.type);
+      if constexpr (has_alltoall<algorithm_type, context_type>)
+        algorithm_type::alltoall(c, in.data, out.data, in.count / n, in.type);
     });
   }
   void alltoall(tensor_view inout) { alltoall(const_tensor_view(inout), inout); }
@@ -307,7 +316,9 @@ class communicator {
     static_assert(has_barrier<algorithm_type, context_type>,
                   "tutti::communicator<...>::barrier: the Algorithm does not implement barrier");
     auto d = describe(collective::barrier, dtype::u8, op::sum, 0, -1);
-    run(d, std::string{}, [&](context_type& c) { algorithm_type::barrier(c); });
+    run(d, std::string{}, [&](context_type& c) {
+      if constexpr (has_barrier<algorithm_type, context_type>) algorithm_type::barrier(c);
+    });
   }
 
  private:
