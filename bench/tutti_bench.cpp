@@ -3,8 +3,8 @@
 //! Flags and the printed table follow nccl-tests (-b -e -f -n -w -c -d -o; time, algbw, busbw,
 //! #wrong), so numbers compare with what users already know. tutti adds -T transport (inproc:
 //! -t ranks are threads of this process; shm: this process is one rank of a job started by
-//! tutti-run), -C collective, -a algorithm, -R registered buffers and -M, the machine's memcpy
-//! bandwidth as a reference. Time is the max over ranks of each rank's mean time per iteration.
+//! tutti-run), -C collective, -a algorithm, -K simulated nodes (inproc), -R registered buffers and
+//! -M, the machine's memcpy bandwidth as a reference. Time is the max over ranks of each rank's mean time per iteration.
 //!
 //! This file holds the program: the per-rank loop, one runner per (transport, algorithm) and main.
 //! The flags, the table, the expected values and the buffers live in bench/support/.
@@ -12,6 +12,9 @@
 //! Build on its own:  g++ -std=c++20 -O3 -Iinclude bench/tutti_bench.cpp -o tutti-bench -pthread
 //! Adding an algorithm: include it and add one line per transport to `runners` below.
 #include <tutti/tutti.hpp>
+#include <tutti/algorithm/halving_doubling.hpp>
+#include <tutti/algorithm/hierarchical.hpp>
+#include <tutti/algorithm/tree.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -74,6 +77,83 @@ using tutti::op;
 using inproc = tutti::transport::inproc;
 using shm = tutti::transport::shm;
 
+// ---- the communicator as the sweep sees it ----------------------------------------------------
+
+//! One rank's communicator behind a virtual interface. The sweep loop, the buffers and the checks
+//! (a visit over every dtype for every collective) are then compiled once, not once per
+//! (transport, algorithm) runner: only `call` and the communicator itself are per runner, which
+//! keeps tutti-bench's compile time in check as algorithms are added. The indirect call costs
+//! nanoseconds per iteration; the smallest collective takes microseconds.
+class bench_comm {
+ public:
+  virtual ~bench_comm() = default;
+  [[nodiscard]] virtual int rank() const = 0;
+  [[nodiscard]] virtual int size() const = 0;
+  //! The measured collective; `out` is ignored off root by reduce.
+  virtual void call(collective_kind k, const tutti::const_tensor_view& in, const tutti::tensor_view& out, op o,
+                    int root) = 0;
+  virtual void barrier() = 0;
+  //! The per-row figures (f64, in place).
+  virtual void allreduce(double* data, std::size_t count, op o) = 0;
+  //! `bytes` of the transport's registered memory; only called when the transport has some (-R 1 needs -T shm).
+  [[nodiscard]] virtual buffer registered(std::size_t bytes, int fill) = 0;
+};
+
+template <class Transport>
+constexpr bool has_registered_memory = requires(Transport& t, std::size_t n, void* p) {
+  t.allocate(n);
+  t.deallocate(p);
+};
+
+template <class Comm>
+class comm_adapter final : public bench_comm {
+ public:
+  explicit comm_adapter(Comm& comm) : comm_(comm) {}
+  [[nodiscard]] int rank() const override { return comm_.rank(); }
+  [[nodiscard]] int size() const override { return comm_.size(); }
+
+  void call(collective_kind k, const tutti::const_tensor_view& in, const tutti::tensor_view& out, op o,
+            int root) override {
+    using algorithm = typename Comm::algorithm_type;
+    using context = typename Comm::context_type;
+    // Collectives the algorithm lacks were refused before the sweep (require_collective).
+    switch (k) {
+      case collective_kind::allreduce:
+        if constexpr (tutti::has_allreduce<algorithm, context>) comm_.allreduce(in, out, o);
+        break;
+      case collective_kind::reduce_scatter:
+        if constexpr (tutti::has_reduce_scatter<algorithm, context>) comm_.reduce_scatter(in, out, o);
+        break;
+      case collective_kind::allgather:
+        if constexpr (tutti::has_allgather<algorithm, context>) comm_.allgather(in, out);
+        break;
+      case collective_kind::broadcast:
+        if constexpr (tutti::has_broadcast<algorithm, context>) comm_.broadcast(in, out, root);
+        break;
+      case collective_kind::reduce:
+        if constexpr (tutti::has_reduce<algorithm, context>) comm_.reduce(in, out, o, root);
+        break;
+      case collective_kind::alltoall:
+        if constexpr (tutti::has_alltoall<algorithm, context>) comm_.alltoall(in, out);
+        break;
+    }
+  }
+
+  void barrier() override { comm_.barrier(); }
+  void allreduce(double* data, std::size_t count, op o) override {
+    comm_.allreduce(tutti::tensor_view(data, count, dtype::f64), o);
+  }
+
+  [[nodiscard]] buffer registered(std::size_t bytes, int fill) override {
+    using transport = typename Comm::transport_type;
+    if constexpr (has_registered_memory<transport>) return buffer::registered(comm_.transport(), bytes, fill);
+    else throw usage_error{"-R 1: this transport has no registered memory"};
+  }
+
+ private:
+  Comm& comm_;
+};
+
 // ---- one rank ------------------------------------------------------------------------------
 
 //! Buffer sizes for the largest row: send (0 when in place) and recv.
@@ -86,25 +166,19 @@ buffer_sizes buffer_sizes_of(const options& o, std::size_t max_size) {
   const row_shape big = shape_of(o, max_size);
   const std::size_t per_rank = big.count * tutti::size_of(o.type);
   // Out of place: send holds this rank's input (the whole buffer except for allgather), recv the
-  // output (everything except for reduce_scatter). In place: one buffer of the total size.
+  // output (everything except for reduce_scatter; reduce's is read on root only). In place: one
+  // buffer of the total size.
   const bool gather = o.coll->kind == collective_kind::allgather;
   const bool scatter = o.coll->kind == collective_kind::reduce_scatter;
   return {o.in_place ? 0 : gather ? per_rank : big.bytes, o.in_place || !scatter ? big.bytes : per_rank};
 }
 
-template <class Transport>
-constexpr bool has_registered_memory = requires(Transport& t, std::size_t n, void* p) {
-  t.allocate(n);
-  t.deallocate(p);
-};
-
 //! One rank's sweep: warm-up, then per row warm-up, barrier, timed loop, checked iteration, and
 //! two small allreduces that give every rank the row's figures (max time; wrong and allocations
 //! summed). Rank 0 prints.
-template <class Comm>
 class rank_bench {
  public:
-  rank_bench(Comm& comm, const options& o, std::size_t max_size, double membw_gbs)
+  rank_bench(bench_comm& comm, const options& o, std::size_t max_size, double membw_gbs)
       : comm_(comm), o_(o), n_(comm.size()), r_(comm.rank()), esz_(tutti::size_of(o.type)), membw_(membw_gbs) {
     const buffer_sizes b = buffer_sizes_of(o, max_size);
     recv_ = make_buffer(b.recv, 0);
@@ -125,11 +199,7 @@ class rank_bench {
 
  private:
   buffer make_buffer(std::size_t bytes, int fill) {
-    using transport = typename Comm::transport_type;
-    if constexpr (has_registered_memory<transport>) {
-      if (o_.registered) return buffer::registered(comm_.transport(), bytes, fill);
-    }
-    return buffer::heap(bytes, fill);
+    return o_.registered ? comm_.registered(bytes, fill) : buffer::heap(bytes, fill);
   }
 
   //! Grows the library's scratch and lets the scheduler settle the ranks before any row.
@@ -150,8 +220,8 @@ class rank_bench {
     const double allocations = static_cast<double>(heap_allocations - allocs_before);
     double time_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / o_.iters;
     double counts[2] = {o_.check ? static_cast<double>(checked_iteration(s)) : 0.0, allocations};
-    comm_.allreduce(tutti::tensor_view(&time_us, 1, dtype::f64), op::max);
-    comm_.allreduce(tutti::tensor_view(counts, 2, dtype::f64), op::sum);
+    comm_.allreduce(&time_us, 1, op::max);
+    comm_.allreduce(counts, 2, op::sum);
     const row_result row{time_us, counts[0], counts[1]};
     if (r_ == 0) {
       print_row(o_, s, row, membw_, sum_);
@@ -165,43 +235,32 @@ class rank_bench {
   void set_views(const row_shape& s) {
     const std::size_t per_rank_bytes = s.count * esz_;
     const std::size_t own = static_cast<std::size_t>(r_) * per_rank_bytes;
+    const std::size_t all = s.count * static_cast<std::size_t>(n_);
     std::byte* recv = recv_.get();
     const std::byte* send = o_.in_place ? recv : send_.get();
     switch (o_.coll->kind) {
       case collective_kind::allreduce:
       case collective_kind::broadcast:
+      case collective_kind::reduce:
         in_ = {send, s.count, o_.type};
         out_ = {recv, s.count, o_.type};
         break;
       case collective_kind::reduce_scatter:
-        in_ = {send, s.count * static_cast<std::size_t>(n_), o_.type};
+        in_ = {send, all, o_.type};
         out_ = {o_.in_place ? recv + own : recv, s.count, o_.type};
         break;
       case collective_kind::allgather:
         in_ = {o_.in_place ? recv + own : send, s.count, o_.type};
-        out_ = {recv, s.count * static_cast<std::size_t>(n_), o_.type};
+        out_ = {recv, all, o_.type};
+        break;
+      case collective_kind::alltoall:
+        in_ = {send, all, o_.type};
+        out_ = {recv, all, o_.type};
         break;
     }
   }
 
-  void call() {
-    using algorithm = typename Comm::algorithm_type;
-    using context = typename Comm::context_type;
-    switch (o_.coll->kind) {
-      case collective_kind::allreduce:
-        if constexpr (tutti::has_allreduce<algorithm, context>) comm_.allreduce(in_, out_, o_.reduction);
-        break;
-      case collective_kind::reduce_scatter:
-        if constexpr (tutti::has_reduce_scatter<algorithm, context>) comm_.reduce_scatter(in_, out_, o_.reduction);
-        break;
-      case collective_kind::allgather:
-        if constexpr (tutti::has_allgather<algorithm, context>) comm_.allgather(in_, out_);
-        break;
-      case collective_kind::broadcast:
-        if constexpr (tutti::has_broadcast<algorithm, context>) comm_.broadcast(in_, out_, o_.root);
-        break;
-    }
-  }
+  void call() { comm_.call(o_.coll->kind, in_, out_, o_.reduction, o_.root); }
 
   //! Resets inputs the timed loop may have overwritten (in place), poisons the output, runs one
   //! more iteration and counts wrong elements. Untimed.
@@ -213,8 +272,12 @@ class rank_bench {
       std::memset(out_.data, 0xA5, out_.bytes());
       if (o_.in_place) {
         switch (o_.coll->kind) {
-          case collective_kind::allreduce: fill<T>(recv_.get(), s.count, input_table<T>(r_, o)); break;
-          case collective_kind::reduce_scatter: fill<T>(recv_.get(), s.count * n, input_table<T>(r_, o)); break;
+          case collective_kind::allreduce:
+          case collective_kind::reduce:  // every rank's input is recv
+            fill<T>(recv_.get(), s.count, input_table<T>(r_, o));
+            break;
+          case collective_kind::reduce_scatter:
+          case collective_kind::alltoall: fill<T>(recv_.get(), s.count * n, input_table<T>(r_, o)); break;
           case collective_kind::allgather:
             fill<T>(recv_.get() + own_first * esz_, s.count, input_table<T>(r_, o));
             break;
@@ -224,29 +287,35 @@ class rank_bench {
         }
       }
       call();
+      const auto* out = static_cast<const std::byte*>(out_.data);
       switch (o_.coll->kind) {
-        case collective_kind::allreduce: return count_wrong<T>(out_.data, s.count, reduced_table<T>(n_, o));
-        case collective_kind::reduce_scatter:
-          return count_wrong<T>(out_.data, s.count, reduced_table<T>(n_, o), own_first);
-        case collective_kind::allgather: {
+        case collective_kind::allreduce: return count_wrong<T>(out, s.count, reduced_table<T>(n_, o));
+        case collective_kind::reduce:
+          return r_ == o_.root ? count_wrong<T>(out, s.count, reduced_table<T>(n_, o)) : 0;
+        case collective_kind::reduce_scatter: return count_wrong<T>(out, s.count, reduced_table<T>(n_, o), own_first);
+        case collective_kind::allgather:
+        case collective_kind::alltoall: {
+          // allgather: block p is rank p's input; alltoall: block p is block r_ of rank p's input,
+          // which rank p filled from element 0 on, so it starts at pattern index own_first.
+          const std::size_t first = o_.coll->kind == collective_kind::alltoall ? own_first : 0;
           std::size_t wrong = 0;
           for (int p = 0; p < n_; ++p)
-            wrong += count_wrong<T>(static_cast<const std::byte*>(out_.data) + static_cast<std::size_t>(p) * s.count * esz_,
-                                    s.count, input_table<T>(p, o));
+            wrong += count_wrong<T>(out + static_cast<std::size_t>(p) * s.count * esz_, s.count, input_table<T>(p, o),
+                                    first);
           return wrong;
         }
-        case collective_kind::broadcast: return count_wrong<T>(out_.data, s.count, input_table<T>(o_.root, o));
+        case collective_kind::broadcast: return count_wrong<T>(out, s.count, input_table<T>(o_.root, o));
       }
       return 0;
     });
   }
 
-  Comm& comm_;
+  bench_comm& comm_;
   const options& o_;
   int n_, r_;
   std::size_t esz_;
   double membw_;
-  buffer send_, recv_;  //!< registered ones go back to comm_'s transport: destroy *this before comm_
+  buffer send_, recv_;  //!< registered ones go back to the communicator's transport: destroy *this first
   tutti::const_tensor_view in_;
   tutti::tensor_view out_;
   summary sum_;
@@ -262,38 +331,29 @@ bool implements(collective_kind k) {
     case collective_kind::reduce_scatter: return tutti::has_reduce_scatter<Algorithm, context>;
     case collective_kind::allgather: return tutti::has_allgather<Algorithm, context>;
     case collective_kind::broadcast: return tutti::has_broadcast<Algorithm, context>;
+    case collective_kind::reduce: return tutti::has_reduce<Algorithm, context>;
+    case collective_kind::alltoall: return tutti::has_alltoall<Algorithm, context>;
   }
   return false;
 }
 
 template <class Algorithm, class Transport>
 void require_collective(const options& o) {
-  // The per-row figures travel by allreduce, whatever collective is measured.
-  static_assert(tutti::has_allreduce<Algorithm, tutti::algorithm::context<Transport>>,
-                "tutti-bench gathers each row's figures with allreduce: the Algorithm must implement it");
-  if (!implements<Algorithm, Transport>(o.coll->kind))
-    throw usage_error{"-a " + std::string(Algorithm::name) + " does not implement " + std::string(o.coll->name)};
+  // The per-row figures travel by allreduce and each row starts with a barrier, whatever
+  // collective is measured.
+  using context = tutti::algorithm::context<Transport>;
+  static_assert(tutti::has_allreduce<Algorithm, context> && tutti::has_barrier<Algorithm, context>,
+                "tutti-bench gathers each row's figures with allreduce and starts it with a barrier: the Algorithm "
+                "must implement both");
+  if (implements<Algorithm, Transport>(o.coll->kind)) return;
+  std::string has;
+  for (const auto& c : collectives)
+    if (implements<Algorithm, Transport>(c.kind)) has += (has.empty() ? "" : ", ") + std::string(c.name);
+  throw usage_error{"-a " + o.algorithm + " does not implement " + std::string(o.coll->name) + " (it implements " +
+                    has + ", barrier)"};
 }
 
-//! -T inproc: every rank a thread of this process; rank 0's thread prints.
-template <class Algorithm>
-int run_inproc(options o) {
-  using comm_t = tutti::communicator<inproc, Algorithm>;
-  require_collective<Algorithm, inproc>(o);
-  const tutti::communicator_options copt = tutti::communicator_options::from_env();  // throws on bad TUTTI_*
-  const std::vector<std::size_t> sizes = sizes_of(o);
-  const double membw = o.membw ? memcpy_bandwidth_gbs() : 0.0;
-  print_header(o, {inproc::name, "threads", Algorithm::name, copt, membw, {}});
-
-  summary sum;
-  auto errors = inproc::run(o.ranks, [&](inproc& t) {
-    comm_t comm(t, copt);
-    rank_bench<comm_t> bench(comm, o, sizes.back(), membw);
-    bench.run(sizes);
-    if (comm.rank() == 0) sum = bench.totals();
-  });
-
-  int failed = 0;
+void print_rank_errors(const std::vector<std::exception_ptr>& errors, int& failed) {
   for (std::size_t r = 0; r < errors.size(); ++r) {
     if (!errors[r]) continue;
     ++failed;
@@ -305,19 +365,54 @@ int run_inproc(options o) {
       std::fprintf(stderr, "tutti-bench: rank %zu failed with a non-standard exception\n", r);
     }
   }
+}
+
+//! -T inproc: every rank a thread of this process; rank 0's thread prints.
+template <class Algorithm>
+int run_inproc(options o) {
+  using comm_t = tutti::communicator<inproc, Algorithm>;
+  require_collective<Algorithm, inproc>(o);
+  const tutti::communicator_options copt = tutti::communicator_options::from_env();  // throws on bad TUTTI_*
+  const std::vector<std::size_t> sizes = sizes_of(o);
+  const double membw = o.membw ? memcpy_bandwidth_gbs() : 0.0;
+  std::vector<std::string> node_ids;  // -K: rank r on simulated node r/K
+  for (int r = 0; o.ranks_per_node && r < o.ranks; ++r) node_ids.push_back("sim" + std::to_string(r / o.ranks_per_node));
+  header_info h{inproc::name, "threads", o.algorithm, copt, membw, {}};
+  h.notes.push_back(o.ranks_per_node ? "nodes: simulated, " + std::to_string(o.ranks_per_node) + " ranks each (-K)"
+                                     : std::string("nodes: one (-K K simulates nodes of K ranks)"));
+  print_header(o, h);
+
+  summary sum;
+  auto errors = inproc::run(
+      o.ranks,
+      [&](inproc& t) {
+        comm_t comm(t, copt);
+        comm_adapter<comm_t> adapter(comm);
+        rank_bench bench(adapter, o, sizes.back(), membw);
+        bench.run(sizes);
+        if (comm.rank() == 0) sum = bench.totals();
+      },
+      std::move(node_ids));
+
+  int failed = 0;
+  print_rank_errors(errors, failed);
   if (failed) return 1;
   print_footer(sum);
   return sum.wrong == 0 ? 0 : 1;
 }
 
-//! -T shm: this process is one rank of the job the launcher (tutti-run) described in TUTTI_*.
-//! Every rank runs the sweep; only rank 0 prints, other ranks only their errors.
-template <class Algorithm>
-int run_shm(options o) {
-  using comm_t = tutti::communicator<shm, Algorithm>;
-  require_collective<Algorithm, shm>(o);
+//! What run_shm checks and prints before the bootstrap; the same for every algorithm.
+struct shm_setup {
+  tutti::rank_info info;
+  tutti::communicator_options copt;
+  tutti::transport::shm_options sopt;
+  std::vector<std::size_t> sizes;
+};
+
+shm_setup prepare_shm(options& o) {
   // Everything that can be refused is refused before the bootstrap, which waits for all ranks.
-  const tutti::rank_info info = tutti::rank_info_from_env();
+  shm_setup s{tutti::rank_info_from_env(), {}, {}, {}};
+  const tutti::rank_info& info = s.info;
   if (o.ranks_given && o.ranks != info.world_size) {
     const std::string started = info.launcher == "none"
                                     ? "no launcher started this one (no TUTTI_RANK, TUTTI_WORLD_SIZE)"
@@ -328,46 +423,60 @@ int run_shm(options o) {
   }
   o.ranks = info.world_size;
   check_root(o, "tutti-run -n");
-  const tutti::communicator_options copt = tutti::communicator_options::from_env();
-  const tutti::transport::shm_options sopt = tutti::transport::shm_options::from_env();
-  const std::vector<std::size_t> sizes = sizes_of(o);
+  s.copt = tutti::communicator_options::from_env();
+  s.sopt = tutti::transport::shm_options::from_env();
+  s.sizes = sizes_of(o);
   if (o.registered) {
-    const buffer_sizes b = buffer_sizes_of(o, sizes.back());
+    const buffer_sizes b = buffer_sizes_of(o, s.sizes.back());
     const auto rounded = [](std::size_t n) { return (std::max<std::size_t>(n, 1) + 63) / 64 * 64; };
     const std::size_t need = rounded(b.recv) + (b.send ? rounded(b.send) : 0);
-    if (need > sopt.pool_bytes)
+    if (need > s.sopt.pool_bytes)
       throw usage_error{"-R 1: the buffers need " + std::to_string(need) + " bytes of registered memory per rank, but "
-                        "TUTTI_SHM_POOL_BYTES is " + std::to_string(sopt.pool_bytes) + "; raise it (e.g. "
+                        "TUTTI_SHM_POOL_BYTES is " + std::to_string(s.sopt.pool_bytes) + "; raise it (e.g. "
                         "TUTTI_SHM_POOL_BYTES=" + std::to_string((need + (std::size_t{1} << 30) - 1) >> 30) + "G)"};
   }
-  const bool leader = info.rank == 0;
-  if (leader && info.launcher == "none")
+  if (info.rank == 0 && info.launcher == "none")
     std::fprintf(stderr, "tutti-bench: note: no launcher variables (TUTTI_RANK, TUTTI_WORLD_SIZE): running as a world "
                          "of 1; start N ranks with tutti-run -n N -- tutti-bench -T shm ...\n");
+  return s;
+}
 
+void print_shm_header(const options& o, const shm_setup& s, double membw) {
+  header_info h{shm::name, "processes", o.algorithm, s.copt, membw, {}};
+  h.notes.push_back("launcher " + s.info.launcher + "  job " + s.info.job_id);
+  h.notes.push_back("nodes: rank 0 is local rank " + std::to_string(s.info.local_rank) + " of " +
+                    std::to_string(s.info.local_size) + " on node " + s.info.node_id +
+                    " (tutti-run --ranks-per-node K simulates nodes)");
+  h.notes.push_back("shm: slots " + std::to_string(s.sopt.slots) + " x " + std::to_string(s.sopt.slot_bytes) +
+                    " B (TUTTI_SHM_SLOTS, TUTTI_SHM_SLOT_BYTES)  stage 2 x " + std::to_string(s.sopt.stage_bytes) +
+                    " B (TUTTI_SHM_STAGE_BYTES)  pool " + std::to_string(s.sopt.pool_bytes) + " B (TUTTI_SHM_POOL_BYTES)");
+  h.notes.push_back(o.registered ? "buffers: registered (transport allocate(): one-sided algorithms read the input in place)"
+                                 : "buffers: not registered (heap; -R 1 registers them)");
+  print_header(o, h);
+}
+
+//! -T shm: this process is one rank of the job the launcher (tutti-run) described in TUTTI_*.
+//! Every rank runs the sweep; only rank 0 prints, other ranks only their errors.
+template <class Algorithm>
+int run_shm(options o) {
+  using comm_t = tutti::communicator<shm, Algorithm>;
+  require_collective<Algorithm, shm>(o);
+  const shm_setup s = prepare_shm(o);
+  const bool leader = s.info.rank == 0;
   try {
-    comm_t comm(std::make_unique<shm>(info, sopt), copt);
+    comm_t comm(std::make_unique<shm>(s.info, s.sopt), s.copt);
     const double membw = leader && o.membw ? memcpy_bandwidth_gbs() : 0.0;  // peers wait in the warm-up
-    if (leader) {
-      header_info h{shm::name, "processes", Algorithm::name, copt, membw, {}};
-      h.notes.push_back("launcher " + info.launcher + "  job " + info.job_id);
-      h.notes.push_back("shm: slots " + std::to_string(sopt.slots) + " x " + std::to_string(sopt.slot_bytes) +
-                        " B (TUTTI_SHM_SLOTS, TUTTI_SHM_SLOT_BYTES)  stage 2 x " + std::to_string(sopt.stage_bytes) +
-                        " B (TUTTI_SHM_STAGE_BYTES)  pool " + std::to_string(sopt.pool_bytes) +
-                        " B (TUTTI_SHM_POOL_BYTES)");
-      h.notes.push_back(o.registered ? "buffers: registered (transport allocate(): one-sided algorithms read the input in place)"
-                                     : "buffers: not registered (heap; -R 1 registers them)");
-      print_header(o, h);
-    }
-    rank_bench<comm_t> bench(comm, o, sizes.back(), membw);
-    bench.run(sizes);
+    if (leader) print_shm_header(o, s, membw);
+    comm_adapter<comm_t> adapter(comm);
+    rank_bench bench(adapter, o, s.sizes.back(), membw);
+    bench.run(s.sizes);
     if (leader) print_footer(bench.totals());
     // Nobody leaves before rank 0 has printed: the launcher stops the whole job as soon as one
     // rank exits non-zero (here: wrong results), which would cut the table short.
     comm.barrier();
     return bench.totals().wrong == 0 ? 0 : 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tutti-bench: rank %d failed: %s\n", info.rank, e.what());
+    std::fprintf(stderr, "tutti-bench: rank %d failed: %s\n", s.info.rank, e.what());
     return 1;
   }
 }
@@ -378,14 +487,30 @@ struct runner {
   int (*run)(options);
 };
 
+namespace alg = tutti::algorithm;
+//! hierarchical over simulated or real nodes: Intra inside each node, Inter across (hierarchical.hpp).
+using hierarchical_ring = alg::hierarchical<alg::ring, alg::ring>;
+using hierarchical_hd = alg::hierarchical<alg::halving_doubling, alg::ring>;
+
 //! Every (transport, algorithm) tutti-bench can run; a new algorithm is one more line per transport.
-//! algorithm::direct reads peers' memory, which only one-sided transports (shm) offer.
+//! Each line instantiates the communicator and every collective the algorithm has, which is most of
+//! tutti-bench's compile time. algorithm::direct reads peers' memory, which only one-sided
+//! transports (shm) offer; hierarchical runs its levels over two-sided group views, so its Intra
+//! cannot be direct.
 constexpr runner runners[] = {
-    {transport_kind::inproc, tutti::algorithm::ring::name, &run_inproc<tutti::algorithm::ring>},
-    {transport_kind::inproc, tutti::algorithm::automatic::name, &run_inproc<tutti::algorithm::automatic>},
-    {transport_kind::shm, tutti::algorithm::ring::name, &run_shm<tutti::algorithm::ring>},
-    {transport_kind::shm, tutti::algorithm::direct::name, &run_shm<tutti::algorithm::direct>},
-    {transport_kind::shm, tutti::algorithm::automatic::name, &run_shm<tutti::algorithm::automatic>},
+    {transport_kind::inproc, alg::ring::name, &run_inproc<alg::ring>},
+    {transport_kind::inproc, alg::automatic::name, &run_inproc<alg::automatic>},
+    {transport_kind::inproc, alg::tree::name, &run_inproc<alg::tree>},
+    {transport_kind::inproc, alg::halving_doubling::name, &run_inproc<alg::halving_doubling>},
+    {transport_kind::inproc, "hierarchical", &run_inproc<hierarchical_ring>},
+    {transport_kind::inproc, "hierarchical_hd", &run_inproc<hierarchical_hd>},
+    {transport_kind::shm, alg::ring::name, &run_shm<alg::ring>},
+    {transport_kind::shm, alg::direct::name, &run_shm<alg::direct>},
+    {transport_kind::shm, alg::automatic::name, &run_shm<alg::automatic>},
+    {transport_kind::shm, alg::tree::name, &run_shm<alg::tree>},
+    {transport_kind::shm, alg::halving_doubling::name, &run_shm<alg::halving_doubling>},
+    {transport_kind::shm, "hierarchical", &run_shm<hierarchical_ring>},
+    {transport_kind::shm, "hierarchical_hd", &run_shm<hierarchical_hd>},
 };
 
 const runner& find_runner(const options& o) {
@@ -399,7 +524,7 @@ const runner& find_runner(const options& o) {
   if (with.empty()) throw usage_error{"-a '" + o.algorithm + "': unknown algorithm (one of " + names + ")"};
   throw usage_error{"-a " + o.algorithm + " is not available with -T " + std::string(name_of(o.transport)) +
                     "; it needs " + with +
-                    (o.algorithm == tutti::algorithm::direct::name
+                    (o.algorithm == alg::direct::name
                          ? " (it reads peers' shared memory; run: tutti-run -n 2 -- tutti-bench -T shm -a direct)"
                          : "")};
 }

@@ -21,7 +21,7 @@ namespace bench {
 using tutti::dtype;
 using tutti::op;
 
-enum class collective_kind { allreduce, reduce_scatter, allgather, broadcast };
+enum class collective_kind { allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall };
 
 struct collective_info {
   std::string_view name;
@@ -30,11 +30,13 @@ struct collective_info {
   bool rooted;   //!< has a root column value
 };
 
-inline constexpr std::array<collective_info, 4> collectives = {{
+inline constexpr std::array<collective_info, 6> collectives = {{
     {"allreduce", collective_kind::allreduce, true, false},
     {"reduce_scatter", collective_kind::reduce_scatter, true, false},
     {"allgather", collective_kind::allgather, false, false},
     {"broadcast", collective_kind::broadcast, false, true},
+    {"reduce", collective_kind::reduce, true, true},
+    {"alltoall", collective_kind::alltoall, false, false},
 }};
 
 //! Who carries the bytes: threads of this process, or one process per rank started by a launcher.
@@ -59,6 +61,7 @@ struct options {
   bool ranks_given = false;  //!< -t was on the command line
   const collective_info* coll = &collectives[0];
   int root = 0;
+  int ranks_per_node = 0;  //!< -K, -T inproc only: simulated nodes of K ranks (0: one node)
   bool in_place = false;
   std::string algorithm = "ring";
   transport_kind transport = transport_kind::inproc;
@@ -86,18 +89,25 @@ inline void print_usage(std::FILE* f) {
                "                          shm: this process is one rank of a job started by tutti-run\n"
                "  -t, --ranks N           ranks: threads with -T inproc (default 2); with -T shm the\n"
                "                          launcher's world size (TUTTI_WORLD_SIZE), -t may only repeat it\n"
-               "  -C, --collective C      allreduce reduce_scatter allgather broadcast (default allreduce)\n"
-               "  -r, --root R            broadcast root (default 0)\n"
+               "  -C, --collective C      allreduce reduce_scatter allgather broadcast reduce alltoall\n"
+               "                          (default allreduce)\n"
+               "  -r, --root R            broadcast and reduce root (default 0)\n"
                "  -i, --inplace 0|1       in-place buffers (default 0: out of place)\n"
-               "  -a, --algorithm A       ring; direct (needs -T shm); automatic (direct with -T shm, else ring)\n"
-               "                          (default ring)\n"
+               "  -a, --algorithm A       ring; direct (needs -T shm); automatic (direct with -T shm, else ring);\n"
+               "                          tree (allreduce reduce broadcast barrier only); halving_doubling;\n"
+               "                          hierarchical (ring inside nodes, ring across); hierarchical_hd\n"
+               "                          (halving_doubling inside nodes, ring across) (default ring)\n"
+               "  -K, --ranks-per-node K  -T inproc: simulated nodes of K ranks (rank r on node r/K), for the\n"
+               "                          hierarchical algorithms; with -T shm: tutti-run --ranks-per-node K\n"
+               "                          (default: one node)\n"
                "  -R, --registered 0|1    buffers from the transport's registered memory, which algorithm::direct\n"
                "                          reads in place (needs -T shm; size: TUTTI_SHM_POOL_BYTES) (default 0)\n"
                "  -M, --membw 0|1         also measure 1-thread memcpy bandwidth and print busbw as %% of it\n"
                "  -J, --json FILE         JSON output: not available in this build (needs nlohmann-json3-dev)\n"
                "  -h, --help              this text\n"
-               "Sizes are total buffer bytes (for reduce_scatter and allgather, all ranks' parts together),\n"
-               "rounded down to whole elements per rank. With -T shm only rank 0 prints the table.\n"
+               "Sizes are total buffer bytes (for reduce_scatter and allgather, all ranks' parts together;\n"
+               "for alltoall, one rank's whole send buffer), rounded down to whole elements per rank (per\n"
+               "block for alltoall). With -T shm only rank 0 prints the table.\n"
                "Environment: TUTTI_CHUNK_BYTES, TUTTI_CHECK, TUTTI_TIMEOUT, TUTTI_LOG; with -T shm also\n"
                "TUTTI_SHM_SLOTS, TUTTI_SHM_SLOT_BYTES, TUTTI_SHM_STAGE_BYTES, TUTTI_SHM_POOL_BYTES.\n"
                "Exit status: 0 ok, 1 wrong results or a failed rank, 2 bad usage.\n");
@@ -145,9 +155,9 @@ inline bool parse_bool(int flag, std::string_view s) {
 
 //! Finds `s` among the names of `all` (via name_of) or lists the choices.
 template <class Container, class Name>
-auto parse_choice(int flag, std::string_view s, const Container& all, Name name_of, std::string_view what) {
+decltype(auto) parse_choice(int flag, std::string_view s, const Container& all, Name name_of, std::string_view what) {
   std::string choices;
-  for (const auto& x : all) {
+  for (const auto& x : all) {  // returned by reference: the element of `all`
     if (name_of(x) == s) return x;
     choices += (choices.empty() ? "" : ", ") + std::string(name_of(x));
   }
@@ -173,12 +183,13 @@ inline options parse(int argc, char** argv) {
       {"root", required_argument, nullptr, 'r'},        {"inplace", required_argument, nullptr, 'i'},
       {"algorithm", required_argument, nullptr, 'a'},   {"membw", required_argument, nullptr, 'M'},
       {"transport", required_argument, nullptr, 'T'},   {"registered", required_argument, nullptr, 'R'},
-      {"json", required_argument, nullptr, 'J'},        {"help", no_argument, nullptr, 'h'},
+      {"json", required_argument, nullptr, 'J'},        {"ranks-per-node", required_argument, nullptr, 'K'},
+      {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   options o;
   bool root_given = false;
   opterr = 0;  // our own messages
-  for (int c; (c = getopt_long(argc, argv, ":b:e:f:n:w:c:d:o:t:C:r:i:a:M:T:R:J:h", long_options, nullptr)) != -1;) {
+  for (int c; (c = getopt_long(argc, argv, ":b:e:f:n:w:c:d:o:t:C:r:i:a:M:T:R:J:K:h", long_options, nullptr)) != -1;) {
     const std::string_view arg = optarg ? optarg : "";
     switch (c) {
       case 'b': o.min_bytes = parse_bytes(c, arg); break;
@@ -191,8 +202,7 @@ inline options parse(int argc, char** argv) {
       case 'o': o.reduction = parse_choice(c, arg, tutti::all_ops, [](op x) { return tutti::name_of(x); }, "op"); break;
       case 't': o.ranks = static_cast<int>(parse_integer(c, arg, 1, 1024)); o.ranks_given = true; break;
       case 'C':
-        o.coll = parse_choice(c, arg, std::array{&collectives[0], &collectives[1], &collectives[2], &collectives[3]},
-                              [](const collective_info* x) { return x->name; }, "collective");
+        o.coll = &parse_choice(c, arg, collectives, [](const collective_info& x) { return x.name; }, "collective");
         break;
       case 'r': o.root = static_cast<int>(parse_integer(c, arg, 0, 1023)); root_given = true; break;
       case 'i': o.in_place = parse_bool(c, arg); break;
@@ -200,6 +210,7 @@ inline options parse(int argc, char** argv) {
       case 'T': o.transport = parse_choice(c, arg, transports, [](transport_kind t) { return name_of(t); }, "transport"); break;
       case 'R': o.registered = parse_bool(c, arg); break;
       case 'M': o.membw = parse_bool(c, arg); break;
+      case 'K': o.ranks_per_node = static_cast<int>(parse_integer(c, arg, 1, 1024)); break;
       case 'J':
         throw usage_error{"-J: JSON output is not available: this build has no nlohmann/json "
                           "(Debian package nlohmann-json3-dev)"};
@@ -218,7 +229,10 @@ inline options parse(int argc, char** argv) {
     throw usage_error{"-R 1: registered buffers need -T shm (transport::inproc has no registered memory)"};
   if (o.transport == transport_kind::inproc) check_root(o, "-t");
   if (root_given && !o.coll->rooted)
-    throw usage_error{"-r: " + std::string(o.coll->name) + " has no root (only broadcast does)"};
+    throw usage_error{"-r: " + std::string(o.coll->name) + " has no root (only broadcast and reduce do)"};
+  if (o.ranks_per_node && o.transport != transport_kind::inproc)
+    throw usage_error{"-K: with -T shm the launcher places ranks on nodes: tutti-run --ranks-per-node " +
+                      std::to_string(o.ranks_per_node) + " -n N -- tutti-bench -T shm ..."};
   return o;
 }
 

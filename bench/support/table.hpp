@@ -22,8 +22,9 @@ namespace bench {
 
 //! One row of the table: the collective's byte and element counts.
 struct row_shape {
-  std::size_t bytes;  //!< "size": total buffer bytes, as nccl-tests prints it
-  std::size_t count;  //!< "count": elements per rank (all elements for allreduce and broadcast)
+  std::size_t bytes;  //!< "size": total buffer bytes, as nccl-tests prints it (alltoall: one rank's send buffer)
+  std::size_t count;  //!< "count": the collective's count argument: all elements for allreduce, broadcast and
+                      //!< reduce; elements per rank for reduce_scatter and allgather; per block for alltoall
 };
 
 inline row_shape shape_of(const options& o, std::size_t size) {
@@ -31,7 +32,8 @@ inline row_shape shape_of(const options& o, std::size_t size) {
   const auto n = static_cast<std::size_t>(o.ranks);
   switch (o.coll->kind) {
     case collective_kind::reduce_scatter:
-    case collective_kind::allgather: {
+    case collective_kind::allgather:
+    case collective_kind::alltoall: {
       const std::size_t count = size / esz / n;
       return {count * n * esz, count};
     }
@@ -50,13 +52,16 @@ inline std::vector<std::size_t> sizes_of(const options& o) {
 }
 
 //! busbw / algbw: the fraction of the data each rank must move at least, so that busbw is
-//! comparable across world sizes (nccl-tests' PERFORMANCE.md).
+//! comparable across world sizes (nccl-tests' PERFORMANCE.md; reduce and alltoall as nccl-tests'
+//! reduce_perf and alltoall_perf compute them).
 inline double bus_factor(collective_kind kind, int n) {
   switch (kind) {
     case collective_kind::allreduce: return 2.0 * (n - 1) / n;
     case collective_kind::reduce_scatter:
-    case collective_kind::allgather: return static_cast<double>(n - 1) / n;
-    case collective_kind::broadcast: return 1.0;
+    case collective_kind::allgather:
+    case collective_kind::alltoall: return static_cast<double>(n - 1) / n;
+    case collective_kind::broadcast:
+    case collective_kind::reduce: return 1.0;
   }
   return 1.0;
 }

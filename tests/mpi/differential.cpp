@@ -27,8 +27,7 @@
 //! A mismatch prints rank, algorithm, collective, dtype, op, count, placement, root, element, both
 //! values and the bound (at most max_printed elements per case), and the program exits 1 once all
 //! cases have run. An exception from tutti names the case and aborts the whole job (MPI_Abort): the
-//! peers would otherwise wait in their collective until TUTTI_TIMEOUT. Exit status 77 (a CTest skip)
-//! means every algorithm asked for is not in this tree yet.
+//! peers would otherwise wait in their collective until TUTTI_TIMEOUT.
 //!
 //! Adding an algorithm is one line in `algorithms` at the bottom: CMakeLists.txt reads the names from
 //! there and registers one test per name. Collectives an algorithm lacks (tutti::has_reduce etc.)
@@ -66,15 +65,8 @@
 #include <tutti/core/tensor_view.hpp>
 #include <tutti/transport/shm.hpp>
 
-// Algorithms still being written: each is tested as soon as its header is in the tree.
-#if __has_include(<tutti/algorithm/tree.hpp>)
-#include <tutti/algorithm/tree.hpp>
-#define TUTTI_MPI_HAVE_TREE 1
-#endif
-#if __has_include(<tutti/algorithm/halving_doubling.hpp>)
 #include <tutti/algorithm/halving_doubling.hpp>
-#define TUTTI_MPI_HAVE_HALVING_DOUBLING 1
-#endif
+#include <tutti/algorithm/tree.hpp>
 
 namespace {
 
@@ -716,7 +708,7 @@ namespace algo = tutti::algorithm;
 
 struct algorithm_entry {
   std::string_view name;
-  std::size_t (*run)(std::string_view);  //!< null: the algorithm's header is not in this tree yet
+  std::size_t (*run)(std::string_view);
 };
 
 // One line per algorithm: {"name", &run_algorithm<...>} (CMakeLists.txt reads the names from lines
@@ -725,18 +717,9 @@ constexpr algorithm_entry algorithms[] = {
     {"ring", &run_algorithm<algo::ring>},
     {"direct", &run_algorithm<algo::direct>},
     {"hierarchical", &run_on_two_nodes<algo::hierarchical<algo::ring, algo::ring>>},
-#ifdef TUTTI_MPI_HAVE_TREE
     {"tree", &run_algorithm<algo::tree>},
     {"hierarchical_tree", &run_on_two_nodes<algo::hierarchical<algo::tree, algo::ring>>},  // no intra reduce-scatter
-#else
-    {"tree", nullptr},
-    {"hierarchical_tree", nullptr},
-#endif
-#ifdef TUTTI_MPI_HAVE_HALVING_DOUBLING
     {"halving_doubling", &run_algorithm<algo::halving_doubling>},
-#else
-    {"halving_doubling", nullptr},
-#endif
 };
 
 }  // namespace
@@ -786,8 +769,6 @@ int main(int argc, char** argv) {
         print_line("tutti-mpi: unknown algorithm '" + std::string(name) + "'; known:" + known);
       }
       bad_usage = 1;
-    } else if (!entry->run) {
-      if (lead) print_line("tutti-mpi: " + std::string(name) + ": skipped: its header is not in this tree yet");
     } else {
       failures += entry->run(name);
       ++ran;
@@ -797,5 +778,5 @@ int main(int argc, char** argv) {
   MPI_Finalize();
   if (bad_usage) return 2;
   if (failures) return 1;
-  return ran == 0 ? 77 : 0;
+  return ran == 0 ? 2 : 0;
 }
