@@ -378,7 +378,7 @@ class communicator {
       guarded(desc, "while checking arguments across ranks: ", [&] { agree(desc, until); });
     const bool check_in_algorithm = options_.check && in_algorithm;
     context_type c(*transport_, scratch_, d.sequence, until, options_.chunk_bytes, check_in_algorithm ? &desc : nullptr,
-                   &descriptors_, &algorithm_state_);
+                   &descriptors_, &algorithm_state_, &d);
     if (!bad.empty()) {
       if constexpr (in_algorithm) {
         if (check_in_algorithm)

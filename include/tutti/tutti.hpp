@@ -17,17 +17,23 @@
 #include "tutti/core/tensor_view.hpp"
 
 #include "tutti/bootstrap/inproc_store.hpp"
+#include "tutti/bootstrap/node.hpp"
 #include "tutti/bootstrap/rank_info.hpp"
 #include "tutti/core/collective.hpp"
 
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/group.hpp"
 #include "tutti/transport/inproc.hpp"
 #include "tutti/transport/shm.hpp"
 
 #include "tutti/algorithm/concepts.hpp"
+#include "tutti/algorithm/alltoall.hpp"
 #include "tutti/algorithm/automatic.hpp"
 #include "tutti/algorithm/direct.hpp"
+#include "tutti/algorithm/halving_doubling.hpp"
+#include "tutti/algorithm/hierarchical.hpp"
 #include "tutti/algorithm/ring.hpp"
+#include "tutti/algorithm/tree.hpp"
 
 #include "tutti/codec/concepts.hpp"
 #include "tutti/codec/none.hpp"

@@ -24,6 +24,8 @@ TEST_CASE("hierarchical refuses 3+2 ranks per node with the same error on every 
         const std::string want = "algorithm::hierarchical: hierarchical algorithms need the same number of ranks on "
                                  "every node; node 0 has 3 (ranks 0 1 2); node 1 has 2 (ranks 3 4)";
         if (what.find(want) == std::string::npos) throw std::runtime_error("unexpected message: " + what);
+        const std::string where = "rank " + std::to_string(info.rank) + ": allreduce #" + std::to_string(attempt + 1) + ": ";
+        if (what.rfind(where, 0) != 0) throw std::runtime_error("message does not begin with '" + where + "': " + what);
       }
     }
     if (v != std::vector<float>(10, 1.0f)) throw std::runtime_error("the refused allreduce wrote the buffer");

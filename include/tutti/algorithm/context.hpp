@@ -64,9 +64,17 @@ class context {
 
   context(Transport& t, scratch_buffer& s, std::uint64_t tag, deadline until, std::size_t chunk_bytes,
           const collective_descriptor* to_check = nullptr, std::vector<collective_descriptor>* peers = nullptr,
-          algorithm_state* state = nullptr) noexcept
+          algorithm_state* state = nullptr, const collective_descriptor* call = nullptr) noexcept
       : transport_(t), scratch_(s), tag_(tag), until_(until), chunk_bytes_(chunk_bytes), to_check_(to_check),
-        peers_(peers), state_(state) {}
+        peers_(peers), state_(state), call_(call) {}
+
+  //! "rank r: allreduce #s: ", to begin an error an algorithm throws (names rank and collective).
+  [[nodiscard]] std::string where() const {
+    std::string w = "rank " + std::to_string(rank()) + ": ";
+    if (call_)
+      w += std::string(name_of(static_cast<collective>(call_->kind))) + " #" + std::to_string(call_->sequence) + ": ";
+    return w;
+  }
 
   //! For algorithms that check arguments in their first synchronisation (`checks_arguments`): this
   //! rank's descriptor to publish, or null when checking is off or already done.
@@ -115,6 +123,7 @@ class context {
   const collective_descriptor* to_check_;
   std::vector<collective_descriptor>* peers_;
   algorithm_state* state_;
+  const collective_descriptor* call_;
 };
 
 }  // namespace tutti::algorithm

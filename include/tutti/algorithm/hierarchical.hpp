@@ -232,7 +232,7 @@ struct hierarchical {
       }
     }
     if (!s.refusal.empty())
-      throw invalid_argument("rank " + std::to_string(c.rank()) + ": algorithm::hierarchical: " + s.refusal);
+      throw invalid_argument(c.where() + "algorithm::hierarchical: " + s.refusal);
     return s;
   }
 };

@@ -74,7 +74,10 @@ struct node_grid {
         text += " has ";
         text += std::to_string(members[k].size());
         text += " (ranks";
-        for (int r : members[k]) text += " " + std::to_string(r);
+        for (int r : members[k]) {  // appended piece by piece: GCC 12 warns (-Wrestrict) on " " + to_string
+          text += ' ';
+          text += std::to_string(r);
+        }
         text += ")";
       }
       throw invalid_argument("hierarchical algorithms need the same number of ranks on every node; " + text +
