@@ -19,6 +19,7 @@
 
 #include "tutti/algorithm/alltoall.hpp"
 #include "tutti/algorithm/context.hpp"
+#include "tutti/algorithm/helpers.hpp"
 #include "tutti/algorithm/split.hpp"
 #include "tutti/core/collective.hpp"
 #include "tutti/core/dtype.hpp"
@@ -50,7 +51,7 @@ struct direct {
     auto& tr = one_sided(c);
     const int n = c.size(), r = c.rank();
     const std::size_t esz = size_of(t), bytes = count * esz;
-    if (n == 1) return copy(out, in, bytes);
+    if (n == 1) return copy_if_distinct(out, in, bytes);
     if (count == 0) return agree(c);
     const auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
@@ -121,7 +122,7 @@ struct direct {
     auto& tr = one_sided(c);
     const int n = c.size(), r = c.rank();
     const std::size_t esz = size_of(t);
-    if (n == 1) return copy(out, in, count * esz);
+    if (n == 1) return copy_if_distinct(out, in, count * esz);
     if (count == 0) return agree(c);
     const auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
@@ -150,7 +151,7 @@ struct direct {
     const int n = c.size(), r = c.rank();
     const std::size_t esz = size_of(t);
     auto* dst = static_cast<std::byte*>(out);
-    if (n == 1) return copy(dst + static_cast<std::size_t>(r) * count * esz, in, count * esz);
+    if (n == 1) return copy_if_distinct(dst + static_cast<std::size_t>(r) * count * esz, in, count * esz);
     if (count == 0) return agree(c);
     const auto* src = static_cast<const std::byte*>(in);
     const std::size_t chunk = std::max<std::size_t>(1, tr.stage_bytes() / esz);
@@ -171,7 +172,7 @@ struct direct {
     auto& tr = one_sided(c);
     const int n = c.size(), r = c.rank();
     const std::size_t bytes = count * size_of(t);
-    if (n == 1) return copy(out, in, bytes);
+    if (n == 1) return copy_if_distinct(out, in, bytes);
     if (bytes == 0) return agree(c);
     const auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
@@ -186,7 +187,7 @@ struct direct {
         if (q != r) tr.wait_signal(q, ready, e, c.until());
       if (r != root) std::memcpy(dst + first, tr.stage(root, parity(e)), len);
     }
-    if (r == root) copy(out, in, bytes);
+    if (r == root) copy_if_distinct(out, in, bytes);
   }
 
   //! Every rank stages its input, chunk by chunk; root folds all of them, in rank order, straight
@@ -198,7 +199,7 @@ struct direct {
     auto& tr = one_sided(c);
     const int n = c.size(), r = c.rank();
     const std::size_t esz = size_of(t);
-    if (n == 1) return copy(out, in, count * esz);
+    if (n == 1) return copy_if_distinct(out, in, count * esz);
     if (count == 0) return agree(c);
     const auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
@@ -284,10 +285,6 @@ struct direct {
   static const std::byte* peer_data(Ctx& c, T& tr, int q, std::uint64_t e) {
     const std::size_t offset = tr.wait_signal(q, ready, e, c.until());
     return tr.segment_base(q) + offset;
-  }
-
-  static void copy(void* out, const void* in, std::size_t bytes) noexcept {
-    if (out != in && bytes) std::memmove(out, in, bytes);
   }
 };
 

@@ -43,6 +43,7 @@
 
 #include "tutti/algorithm/alltoall.hpp"
 #include "tutti/algorithm/context.hpp"
+#include "tutti/algorithm/helpers.hpp"
 #include "tutti/algorithm/split.hpp"
 #include "tutti/core/dtype.hpp"
 #include "tutti/core/op.hpp"
@@ -69,7 +70,7 @@ struct halving_doubling {
     const std::size_t esz = size_of(t);
     if (n == 1 || count == 0) return copy_if_distinct(out, in, count * esz);
     const fold f{n};
-    const std::size_t round = std::min(count, static_cast<std::size_t>(f.p) * chunk_elems(c, esz));
+    const std::size_t round = std::min(count, static_cast<std::size_t>(f.p) * chunk_elems(c.chunk_bytes(), esz));
     std::byte* incoming = c.scratch(round * esz);  // the partner's vector in the fold-in; half of it in halving
     const auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
@@ -111,7 +112,7 @@ struct halving_doubling {
     const auto ranks = static_cast<std::size_t>(n);
     // Each round takes `piece` elements of every block; a round's vector is n * piece elements.
     const std::size_t piece =
-        std::min(count, std::max<std::size_t>(1, static_cast<std::size_t>(f.p) * chunk_elems(c, esz) / ranks));
+        std::min(count, std::max<std::size_t>(1, static_cast<std::size_t>(f.p) * chunk_elems(c.chunk_bytes(), esz) / ranks));
     const bool one_round = piece == count;  // then `in` already is the round's vector: no packing
     std::byte* work = c.scratch(2 * ranks * piece * esz);
     std::byte* incoming = work + ranks * piece * esz;
@@ -212,7 +213,7 @@ struct halving_doubling {
     auto* dst = static_cast<std::byte*>(out);
     if (count * esz <= tree_reduce_bytes) return tree_reduce(c, src, dst, count, t, o, rel, rank_of);
     const fold f{n};
-    const std::size_t round = std::min(count, static_cast<std::size_t>(f.p) * chunk_elems(c, esz));
+    const std::size_t round = std::min(count, static_cast<std::size_t>(f.p) * chunk_elems(c.chunk_bytes(), esz));
     // Root reduces in its output; the others need a slice of partial sums of their own.
     std::byte* incoming = c.scratch((rel == 0 ? 1 : 2) * round * esz);
     std::byte* partial = incoming + round * esz;
@@ -282,18 +283,6 @@ struct halving_doubling {
     [[nodiscard]] int virt(int i) const noexcept { return i < 2 * rem ? i / 2 : i - rem; }
     [[nodiscard]] int first(int v) const noexcept { return v < rem ? 2 * v : v + rem; }
   };
-
-  template <class Ctx>
-  static std::size_t chunk_elems(Ctx& c, std::size_t esz) noexcept {
-    const std::size_t e = c.chunk_bytes() / esz;
-    return e ? e : 1;
-  }
-
-  static void copy_if_distinct(void* out, const void* in, std::size_t bytes) noexcept {
-    if (out != in && bytes) std::memmove(out, in, bytes);
-  }
-
-  static int wrap(int x, int n) noexcept { return ((x % n) + n) % n; }
 
   //! The lowest set bit of rel (its parent is rel minus it), or the power of two >= n for root.
   static int lowest_bit(int rel, int n) noexcept {

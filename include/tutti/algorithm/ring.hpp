@@ -12,6 +12,7 @@
 
 #include "tutti/algorithm/alltoall.hpp"
 #include "tutti/algorithm/context.hpp"
+#include "tutti/algorithm/helpers.hpp"
 #include "tutti/algorithm/split.hpp"
 #include "tutti/core/dtype.hpp"
 #include "tutti/core/op.hpp"
@@ -30,7 +31,7 @@ struct ring {
     const std::size_t esz = size_of(t);
     if (n == 1 || count == 0) return copy_if_distinct(out, in, count * esz);
     const split sp{count, static_cast<std::size_t>(n)};
-    const std::size_t chunk = chunk_elems(c, esz);
+    const std::size_t chunk = chunk_elems(c.chunk_bytes(), esz);
     std::byte* incoming = c.scratch(chunk * esz);
     const auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
@@ -57,7 +58,7 @@ struct ring {
     auto* dst = static_cast<std::byte*>(out);
     if (n == 1 || count == 0) return copy_if_distinct(out, in, count * esz);
     const split sp{count * static_cast<std::size_t>(n), static_cast<std::size_t>(n)};
-    const std::size_t chunk = chunk_elems(c, esz);
+    const std::size_t chunk = chunk_elems(c.chunk_bytes(), esz);
     // Partial sums travel on and are never needed here again: two chunk slots alternate, so the
     // slot being sent is not overwritten by the next step's reduction.
     std::byte* incoming = c.scratch(3 * chunk * esz);
@@ -84,7 +85,7 @@ struct ring {
     copy_if_distinct(dst + static_cast<std::size_t>(c.rank()) * count * esz, in, count * esz);
     if (n == 1 || count == 0) return;
     const split sp{count * static_cast<std::size_t>(n), static_cast<std::size_t>(n)};
-    const std::size_t chunk = chunk_elems(c, esz);
+    const std::size_t chunk = chunk_elems(c.chunk_bytes(), esz);
     for (std::size_t j = 0, rounds = sp.rounds(chunk); j < rounds; ++j) allgather_round(c, sp, j, chunk, esz, dst);
   }
 
@@ -129,7 +130,7 @@ struct ring {
     if (count == 0) return;
     const int pos = wrap(c.rank() - root, n);  // 0 at root; n-1 starts the chain
     const int from = wrap(c.rank() + 1, n), to = wrap(c.rank() - 1, n);
-    const std::size_t chunk = chunk_elems(c, esz);
+    const std::size_t chunk = chunk_elems(c.chunk_bytes(), esz);
     constexpr std::size_t window = 4;  // partial sums in flight before the oldest must have been taken
     std::byte* incoming = c.scratch((window + 1) * chunk * esz);
     std::byte* partial = incoming + chunk * esz;
@@ -176,18 +177,6 @@ struct ring {
   }
 
  private:
-  template <class Ctx>
-  static std::size_t chunk_elems(Ctx& c, std::size_t esz) noexcept {
-    const std::size_t e = c.chunk_bytes() / esz;
-    return e ? e : 1;
-  }
-
-  static void copy_if_distinct(void* out, const void* in, std::size_t bytes) noexcept {
-    if (out != in && bytes) std::memmove(out, in, bytes);
-  }
-
-  static int wrap(int x, int n) noexcept { return ((x % n) + n) % n; }
-
   //! Round j of reduce-scatter: n-1 steps; at step s rank r sends segment r-s-1 and receives and
   //! reduces segment r-s-2, so after the last step it holds segment r fully reduced.
   //! `target(seg, first, step)` says where the reduced chunk goes; the next step sends it from there.

@@ -38,6 +38,7 @@
 #include <string_view>
 
 #include "tutti/algorithm/context.hpp"
+#include "tutti/algorithm/helpers.hpp"
 #include "tutti/core/dtype.hpp"
 #include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
@@ -201,16 +202,6 @@ struct tree {
     return x + b <= m ? x + b : x - b;  // left child of x + b, or x + b is past m and x - b's right child is pulled in
   }
 
-  template <class Ctx>
-  static std::size_t chunk_elems(Ctx& c, std::size_t esz) noexcept {
-    const std::size_t e = c.chunk_bytes() / esz;
-    return e ? e : 1;
-  }
-
-  static void copy_if_distinct(void* out, const void* in, std::size_t bytes) noexcept {
-    if (out != in && bytes) std::memmove(out, in, bytes);
-  }
-
   //! The step loop shared by allreduce, reduce and broadcast (see the file comment for the stamps).
   template <class Ctx>
   static void run(Ctx& c, const std::array<lane, 2>& lanes, int root, mode m, bool acc_in_scratch, const void* in_,
@@ -221,7 +212,7 @@ struct tree {
     const auto* in = static_cast<const std::byte*>(in_);
     auto* out = static_cast<std::byte*>(out_);
     const auto real = [&](int v) { return (v + root) % n; };
-    const std::size_t chunk = chunk_elems(c, esz);
+    const std::size_t chunk = chunk_elems(c.chunk_bytes(), esz);
 
     // Tree 0 carries the first half, tree 1 the rest; the cut is kept on a cache line.
     const std::size_t line = 64 / esz;
