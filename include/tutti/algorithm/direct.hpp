@@ -132,13 +132,17 @@ struct direct {
       const std::size_t len = std::min(chunk, count - first);
       const auto e = tr.next_epoch();
       std::byte* stage = tr.stage(r, parity(e));
+      // Only the blocks peers read are staged: this rank's own block is read where it is (in place,
+      // out is that block, and each element is read before it is written).
       for (int q = 0; q < n; ++q)
-        std::memcpy(stage + static_cast<std::size_t>(q) * len * esz,
-                    src + (static_cast<std::size_t>(q) * count + first) * esz, len * esz);
+        if (q != r)
+          std::memcpy(stage + static_cast<std::size_t>(q) * len * esz,
+                      src + (static_cast<std::size_t>(q) * count + first) * esz, len * esz);
       announce(c, tr, e, offset_in(tr, r, stage), first == 0);
       const std::size_t block = static_cast<std::size_t>(r) * len * esz;
       std::byte* target = dst + first * esz;
-      tutti::reduce(t, o, target, stage + block, peer_data(c, tr, (r + 1) % n, e) + block, len);
+      const std::byte* own = src + (static_cast<std::size_t>(r) * count + first) * esz;
+      tutti::reduce(t, o, target, own, peer_data(c, tr, (r + 1) % n, e) + block, len);
       for (int k = 2; k < n; ++k) tutti::reduce(t, o, target, target, peer_data(c, tr, (r + k) % n, e) + block, len);
       if (o == op::avg) finish_avg(t, target, len, n);
     }
