@@ -33,5 +33,4 @@ TEST_CASE_TEMPLATE_INVOKE(alltoall_conformance, nodes_world);
 TEST_CASE("hierarchical: the simulated node ids reach the transport (2 ranks per node)") {
   auto comm = nodes_world::communicator_type::from_env();
   CHECK(comm.transport().node_id() == "sim" + std::to_string(comm.rank() / 2));
-  comm.barrier();  // a rank leaving before its peers attached would be reported to them as dead
 }

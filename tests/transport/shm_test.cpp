@@ -206,3 +206,18 @@ TEST_CASE("shm: from_env reads the tutti-run variables") {
   INFO(results[0].error);
   CHECK(results[0].exit_code == 0);
 }
+
+TEST_CASE("shm: ranks that build a transport and leave at once are not reported dead to slower peers") {
+  // Construction is collective: it returns once every peer has mapped this rank's segment. A rank
+  // may then leave straight away (no collective at all); peers still starting up must not take
+  // that for a death during startup. Repeated, because who finishes first varies.
+  for (int round = 0; round < 20; ++round) {
+    const std::string job = unique_job_id("shmquick");
+    auto results = fork_ranks(5, [](const tutti::rank_info& info) { shm t(info); }, job);
+    for (std::size_t r = 0; r < results.size(); ++r) {
+      INFO("round ", round, " rank ", r, ": ", results[r].error);
+      CHECK(results[r].exit_code == 0);
+    }
+    CHECK(shm_entries(job) == 0);
+  }
+}

@@ -12,7 +12,7 @@
 
 namespace tutti::transport::shm_detail {
 
-inline constexpr std::uint64_t segment_magic = 0x316d737474747574ull;  // "tuttsm1" + version
+inline constexpr std::uint64_t segment_magic = 0x326d737474747574ull;  // "tuttsm2": the layout's version
 inline constexpr std::size_t line = 64;
 
 struct alignas(line) segment_header {
@@ -25,6 +25,7 @@ struct alignas(line) segment_header {
   std::uint64_t stage_bytes;         //!< each staging buffer
   std::uint64_t pool_bytes;          //!< registered region
   alignas(line) std::atomic<std::uint32_t> attached;  //!< peers that have mapped this segment
+  std::atomic<std::uint32_t> mapped_all;              //!< the owner has mapped (and counted itself in) every peer's
   alignas(line) std::atomic<std::uint32_t> gone;      //!< the owner left or aborted
 };
 

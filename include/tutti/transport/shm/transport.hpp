@@ -374,12 +374,16 @@ class shm {
       peers_[static_cast<std::size_t>(p)] = std::move(seg);
       header(p)->attached.fetch_add(1, std::memory_order_acq_rel);
     }
+    h->mapped_all.store(1, std::memory_order_release);
     // Once every peer has mapped our segment its name is no longer needed: unlinking it now means
-    // no crash, however abrupt, can leave it behind.
+    // no crash, however abrupt, can leave it behind. A peer that is gone but had mapped everything
+    // has counted itself in here already: it finished starting and left (construction returns as
+    // soon as this loop ends), which is not a failed start.
     backoff b(spin_rounds_);
     while (h->attached.load(std::memory_order_acquire) < static_cast<std::uint32_t>(world_ - 1)) {
       for (int p = 0; p < world_; ++p)
-        if (p != rank_ && peer_gone(p))
+        // gone first: its flag is raised after mapped_all, so seeing it means seeing mapped_all
+        if (p != rank_ && peer_gone(p) && !header(p)->mapped_all.load(std::memory_order_acquire))
           throw peer_lost(p, "rank " + std::to_string(rank_) + ": transport::shm: rank " + std::to_string(p) +
                                  " died while the job was starting");
       if (until.passed())
