@@ -52,7 +52,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE / "peers"))
 from compare import Peer, parse_bytes, run_once, size_label  # noqa: E402  (bench/peers/compare.py)
 
-ALGORITHMS = ["ring", "direct", "tree", "halving_doubling", "hierarchical", "hierarchical_hd"]
+ALGORITHMS = ["ring", "direct", "tree", "halving_doubling", "hierarchical", "hierarchical_hd", "hierarchical_direct"]
 KNOWN_ALGORITHMS = ALGORITHMS + ["automatic"]
 COLLECTIVES = ["allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall"]
 ROOTED = {"broadcast", "reduce"}
@@ -305,7 +305,7 @@ def plot(med: dict, jobs: list[Job], world: World, collectives: list[str], algor
     from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
     colours = {a: f"C{i}" for i, a in enumerate(KNOWN_ALGORITHMS)}
-    styles = {"hierarchical": "--", "hierarchical_hd": "--"}
+    styles = {"hierarchical": "--", "hierarchical_hd": "--", "hierarchical_direct": "--"}
     fig, axes = plt.subplots(len(collectives), 2, figsize=(14, 5.2 * len(collectives)), squeeze=False,
                              constrained_layout=True)
     for row, c in enumerate(collectives):

@@ -491,12 +491,13 @@ namespace alg = tutti::algorithm;
 //! hierarchical over simulated or real nodes: Intra inside each node, Inter across (hierarchical.hpp).
 using hierarchical_ring = alg::hierarchical<alg::ring, alg::ring>;
 using hierarchical_hd = alg::hierarchical<alg::halving_doubling, alg::ring>;
+using hierarchical_direct = alg::hierarchical<alg::direct, alg::ring>;
 
 //! Every (transport, algorithm) tutti-bench can run; a new algorithm is one more line per transport.
 //! Each line instantiates the communicator and every collective the algorithm has, which is most of
 //! tutti-bench's compile time. algorithm::direct reads peers' memory, which only one-sided
-//! transports (shm) offer; hierarchical runs its levels over two-sided group views, so its Intra
-//! cannot be direct.
+//! transports (shm) offer; hierarchical gives Intra a one-sided group view on such a transport, so
+//! hierarchical_direct (direct inside nodes) is shm-only too.
 constexpr runner runners[] = {
     {transport_kind::inproc, alg::ring::name, &run_inproc<alg::ring>},
     {transport_kind::inproc, alg::automatic::name, &run_inproc<alg::automatic>},
@@ -511,6 +512,7 @@ constexpr runner runners[] = {
     {transport_kind::shm, alg::halving_doubling::name, &run_shm<alg::halving_doubling>},
     {transport_kind::shm, "hierarchical", &run_shm<hierarchical_ring>},
     {transport_kind::shm, "hierarchical_hd", &run_shm<hierarchical_hd>},
+    {transport_kind::shm, "hierarchical_direct", &run_shm<hierarchical_direct>},
 };
 
 const runner& find_runner(const options& o) {

@@ -720,6 +720,7 @@ constexpr algorithm_entry algorithms[] = {
     {"tree", &run_algorithm<algo::tree>},
     {"hierarchical_tree", &run_on_two_nodes<algo::hierarchical<algo::tree, algo::ring>>},  // no intra reduce-scatter
     {"halving_doubling", &run_algorithm<algo::halving_doubling>},
+    {"hierarchical_direct", &run_on_two_nodes<algo::hierarchical<algo::direct, algo::ring>>},  // one-sided inside nodes
 };
 
 }  // namespace
@@ -765,7 +766,10 @@ int main(int argc, char** argv) {
     if (!entry) {
       if (lead) {
         std::string known;
-        for (const auto& a : algorithms) known += " " + std::string(a.name);
+        for (const auto& a : algorithms) {  // piece by piece: GCC 12 -O3 warns (-Wrestrict) on " " + string
+          known += ' ';
+          known += a.name;
+        }
         print_line("tutti-mpi: unknown algorithm '" + std::string(name) + "'; known:" + known);
       }
       bad_usage = 1;

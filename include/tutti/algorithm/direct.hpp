@@ -33,6 +33,8 @@ namespace tutti::algorithm {
 struct direct {
   using tutti_role = role::algorithm;
   static constexpr std::string_view name = "direct";
+  //! Reads peers' memory: runs only on a one-sided transport (or group view).
+  static constexpr bool needs_one_sided = true;
   //! allreduce up to this size is one-shot: one synchronisation beats halving the reads
   static constexpr std::size_t one_shot_bytes = 32 << 10;  // two-shot measured 4.5 vs 3.2 GB/s at 64 KiB
   //! Ranks' descriptors travel with the first epoch's signal: no separate checking round.

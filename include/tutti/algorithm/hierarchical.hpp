@@ -14,15 +14,18 @@
 //! Nodes come from the transport's node_id() (rank_info::node_id: hostname + boot id, or
 //! TUTTI_NODE_ID), exchanged on the first collective. Every node must hold the same number of
 //! ranks; otherwise every rank gets the same tutti::invalid_argument naming the nodes.
-//! Intra and Inter run over transport::group views, which are two-sided: `direct` cannot be
-//! Intra (see transport/group.hpp). Sub-collectives always use sum for avg; the result is divided
-//! once at the end, as the flat algorithms do.
+//! Intra and Inter run over transport::group views. Intra's is one-sided when the transport is
+//! (so hierarchical<direct, ring> reads node peers' memory directly); Inter's is always two-sided,
+//! so a one-sided Inter (direct) is a compile-time error (see transport/group.hpp for why).
+//! Sub-collectives always use sum for avg; the result is divided once at the end, as the flat
+//! algorithms do.
 #pragma once
 #include <cstddef>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -35,6 +38,7 @@
 #include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/core/reduce.hpp"
+#include "tutti/transport/concepts.hpp"
 #include "tutti/transport/group.hpp"
 
 namespace tutti::algorithm {
@@ -43,20 +47,29 @@ template <class Intra, class Inter>
 struct hierarchical {
   static_assert(algorithm_policy<Intra>, "tutti::algorithm::hierarchical<Intra, Inter>: Intra is not a tutti Algorithm");
   static_assert(algorithm_policy<Inter>, "tutti::algorithm::hierarchical<Intra, Inter>: Inter is not a tutti Algorithm");
+  static_assert(!requires { requires Inter::needs_one_sided; },
+                "tutti::algorithm::hierarchical<Intra, Inter>: Inter runs on a two-sided group view, so it cannot be a "
+                "one-sided algorithm such as direct (Intra can); use ring, tree or halving_doubling across nodes");
   using tutti_role = role::algorithm;
   static constexpr std::string_view name = "hierarchical";
   using intra_algorithm = Intra;
   using inter_algorithm = Inter;
 
-  //! The context Intra and Inter see: the parent transport's group view.
+  //! Intra's view of its node: one-sided when the transport is (so `direct` can be Intra).
+  template <class T>
+  using intra_group = std::conditional_t<one_sided_transport<T>, transport::one_sided_group<T>, transport::group<T>>;
+  //! The contexts Intra and Inter see: group views of the communicator's transport. Inter's is
+  //! always two-sided: only one group per rank may use the one-sided machinery (group.hpp).
   template <class Ctx>
-  using sub_context = context<transport::group<typename Ctx::transport_type>>;
+  using intra_context = context<intra_group<typename Ctx::transport_type>>;
+  template <class Ctx>
+  using inter_context = context<transport::group<typename Ctx::transport_type>>;
 
   template <class Ctx>
-    requires has_allreduce<Inter, sub_context<Ctx>> &&
-             ((has_reduce_scatter<Intra, sub_context<Ctx>> && has_allgather<Intra, sub_context<Ctx>> &&
-               has_allreduce<Intra, sub_context<Ctx>>) ||
-              (has_reduce<Intra, sub_context<Ctx>> && has_broadcast<Intra, sub_context<Ctx>>))
+    requires has_allreduce<Inter, inter_context<Ctx>> &&
+             ((has_reduce_scatter<Intra, intra_context<Ctx>> && has_allgather<Intra, intra_context<Ctx>> &&
+               has_allreduce<Intra, intra_context<Ctx>>) ||
+              (has_reduce<Intra, intra_context<Ctx>> && has_broadcast<Intra, intra_context<Ctx>>))
   static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
     auto& s = setup(c);
     auto ic = s.intra_context(c), xc = s.inter_context(c);
@@ -65,7 +78,7 @@ struct hierarchical {
     const auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
     if (count == 0) return;
-    if constexpr (has_reduce_scatter<Intra, sub_context<Ctx>> && has_allgather<Intra, sub_context<Ctx>>) {
+    if constexpr (has_reduce_scatter<Intra, intra_context<Ctx>> && has_allgather<Intra, intra_context<Ctx>>) {
       const auto L = static_cast<std::size_t>(s.grid.local_size), l = static_cast<std::size_t>(s.grid.local_rank);
       const std::size_t block = count / L, body = block * L, tail = count - body;
       if (block) {
@@ -89,7 +102,7 @@ struct hierarchical {
 
   //! in: count * n blocks (block q for rank q); out: this rank's `count`.
   template <class Ctx>
-    requires has_reduce_scatter<Intra, sub_context<Ctx>> && has_reduce_scatter<Inter, sub_context<Ctx>>
+    requires has_reduce_scatter<Intra, intra_context<Ctx>> && has_reduce_scatter<Inter, inter_context<Ctx>>
   static void reduce_scatter(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
     auto& s = setup(c);
     auto ic = s.intra_context(c), xc = s.inter_context(c);
@@ -113,7 +126,7 @@ struct hierarchical {
 
   //! in: count; out: count * n, rank q's block at q * count.
   template <class Ctx>
-    requires has_allgather<Intra, sub_context<Ctx>> && has_allgather<Inter, sub_context<Ctx>>
+    requires has_allgather<Intra, intra_context<Ctx>> && has_allgather<Inter, inter_context<Ctx>>
   static void allgather(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
     auto& s = setup(c);
     auto ic = s.intra_context(c), xc = s.inter_context(c);
@@ -132,7 +145,7 @@ struct hierarchical {
 
   //! Across nodes among the root's local index, then inside every node from that rank.
   template <class Ctx>
-    requires has_broadcast<Intra, sub_context<Ctx>> && has_broadcast<Inter, sub_context<Ctx>>
+    requires has_broadcast<Intra, intra_context<Ctx>> && has_broadcast<Inter, inter_context<Ctx>>
   static void broadcast(Ctx& c, const void* in, void* out, std::size_t count, dtype t, int root) {
     auto& s = setup(c);
     auto ic = s.intra_context(c), xc = s.inter_context(c);
@@ -143,7 +156,7 @@ struct hierarchical {
 
   //! Inside every node to the root's local index, then across nodes among those ranks to root.
   template <class Ctx>
-    requires has_reduce<Intra, sub_context<Ctx>> && has_reduce<Inter, sub_context<Ctx>>
+    requires has_reduce<Intra, intra_context<Ctx>> && has_reduce<Inter, inter_context<Ctx>>
   static void reduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, int root) {
     auto& s = setup(c);
     auto ic = s.intra_context(c), xc = s.inter_context(c);
@@ -159,7 +172,7 @@ struct hierarchical {
 
   //! Everyone on my node entered; then every node's rank with my local index passed that point.
   template <class Ctx>
-    requires has_barrier<Intra, sub_context<Ctx>> && has_barrier<Inter, sub_context<Ctx>>
+    requires has_barrier<Intra, intra_context<Ctx>> && has_barrier<Inter, inter_context<Ctx>>
   static void barrier(Ctx& c) {
     auto& s = setup(c);
     auto ic = s.intra_context(c), xc = s.inter_context(c);
@@ -179,11 +192,12 @@ struct hierarchical {
   struct state {
     node_grid grid;
     std::string refusal;  //!< why this job cannot be arranged in nodes (empty: it can)
-    transport::group<Transport> intra, inter;
+    intra_group<Transport> intra;
+    transport::group<Transport> inter;
     scratch_buffer intra_scratch, inter_scratch;  // apart from the caller's scratch, which holds our own data
 
     template <class Ctx>
-    context<transport::group<Transport>> intra_context(Ctx& c) {
+    context<intra_group<Transport>> intra_context(Ctx& c) {
       return {intra, intra_scratch, c.tag(), c.until(), c.chunk_bytes()};
     }
     template <class Ctx>
@@ -225,7 +239,7 @@ struct hierarchical {
       for (auto& p : pending) c.wait(p);
       try {
         s.grid = node_grid::from_hashes(hashes, me);
-        s.intra = transport::group<T>(c.transport(), s.grid.intra);
+        s.intra = intra_group<T>(c.transport(), s.grid.intra);
         s.inter = transport::group<T>(c.transport(), s.grid.inter);
       } catch (const invalid_argument& e) {
         s.refusal = e.what();

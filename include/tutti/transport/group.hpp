@@ -5,10 +5,14 @@
 //! the parent's tags: a pair of ranks belongs to at most one of those groups, so two groups never
 //! share a channel.
 //!
-//! A group is two-sided only (traits.one_sided = false): the parent's one-sided epochs and
-//! staging buffers are numbered for the whole world, and two groups using them at once would
-//! collide. So `direct` cannot run inside a group; ring, tree and halving_doubling can.
+//! A group is two-sided (traits.one_sided = false): the parent's one-sided epochs, signals and
+//! staging buffers belong to each rank, not to a group, and two groups using them would collide.
+//! `one_sided_group<T>` adds the one-sided interface for the one group per rank that may use it
+//! (hierarchical gives it to Intra only, so `direct` can run inside the node): every rank of that
+//! group takes the same one-sided steps, so the parent's epoch counters stay equal across it.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,7 +54,7 @@ class group {
   void wait(request& r, deadline until) { parent_->wait(r, until); }
   void abort() noexcept { parent_->abort(); }
 
- private:
+ protected:
   int map(int peer) const {
     if (peer < 0 || peer >= world_size())
       throw invalid_argument("rank " + std::to_string(parent_->rank()) + ": transport::group peer " + std::to_string(peer) +
@@ -61,6 +65,41 @@ class group {
   Parent* parent_ = nullptr;
   std::vector<int> members_;
   int rank_ = -1;
+};
+
+//! A group that also forwards the parent's one-sided interface (see the file comment for when
+//! that is safe). Offsets stay relative to each rank's segment, so they need no translation.
+template <class Parent>
+class one_sided_group : public group<Parent> {
+  // A static_assert rather than a constraint: the type may be named (std::conditional_t) for any
+  // transport, and is only ever made for one-sided ones.
+  static_assert(one_sided_transport<Parent>, "tutti::transport::one_sided_group needs a one-sided parent transport");
+  using base = group<Parent>;
+
+ public:
+  static constexpr transport_traits traits{Parent::traits.intra_node, Parent::traits.device_memory, true};
+  static constexpr std::size_t not_registered = Parent::not_registered;
+  static constexpr std::size_t max_payload = Parent::max_payload;
+
+  using base::base;
+
+  [[nodiscard]] std::byte* segment_base(int r) const { return this->parent().segment_base(this->map(r)); }
+  [[nodiscard]] std::byte* stage(int r, unsigned parity) const { return this->parent().stage(this->map(r), parity); }
+  [[nodiscard]] std::size_t stage_bytes() const { return this->parent().stage_bytes(); }
+  [[nodiscard]] std::size_t registered_offset(const void* p, std::size_t bytes) const {
+    return this->parent().registered_offset(p, bytes);
+  }
+  [[nodiscard]] std::uint64_t next_epoch() { return this->parent().next_epoch(); }
+  void signal(unsigned slot, std::uint64_t value, std::uint64_t offset = 0, const void* payload = nullptr,
+              std::size_t payload_bytes = 0) {
+    this->parent().signal(slot, value, offset, payload, payload_bytes);
+  }
+  [[nodiscard]] const std::byte* payload(int r, std::uint64_t value) const {
+    return this->parent().payload(this->map(r), value);
+  }
+  std::uint64_t wait_signal(int r, unsigned slot, std::uint64_t value, deadline until) {
+    return this->parent().wait_signal(this->map(r), slot, value, until);
+  }
 };
 
 }  // namespace tutti::transport
