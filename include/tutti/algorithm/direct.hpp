@@ -114,8 +114,7 @@ struct direct {
     // Peers may still be reading this rank's registered memory; the caller may rewrite it as soon
     // as we return. One more signal round (every rank takes it, registered or not) settles that.
     tr.signal(done_slot, e);
-    for (int q = 0; q < n; ++q)
-      if (q != r) tr.wait_signal(q, done_slot, e, c.until());
+    wait_for_all(c, tr, done_slot, e);
   }
 
   //! in: count * n elements; out: this rank's reduced `count`.
@@ -189,8 +188,7 @@ struct direct {
       // with the stage it will reuse two epochs later.
       if (r == root) std::memcpy(tr.stage(r, parity(e)), src + first, len);
       announce(c, tr, e, offset_in(tr, r, tr.stage(r, parity(e))), first == 0);
-      for (int q = 0; q < n; ++q)
-        if (q != r) tr.wait_signal(q, ready, e, c.until());
+      wait_for_all(c, tr, ready, e);
       if (r != root) std::memcpy(dst + first, tr.stage(root, parity(e)), len);
     }
     if (r == root) copy_if_distinct(out, in, bytes);
@@ -217,8 +215,7 @@ struct direct {
       if (r != root) std::memcpy(stage, src + first * esz, len * esz);
       announce(c, tr, e, offset_in(tr, r, stage), first == 0);
       if (r != root) {
-        for (int q = 0; q < n; ++q)
-          if (q != r) tr.wait_signal(q, ready, e, c.until());
+        wait_for_all(c, tr, ready, e);
         continue;
       }
       // Root's own input first, then root+1, ..., root-1: in place is safe, since the first step
@@ -242,8 +239,7 @@ struct direct {
   static void barrier(Ctx& c) {
     auto& tr = one_sided(c);
     const auto e = announce(c, tr, tr.next_epoch(), 0, true);
-    for (int q = 0; q < c.size(); ++q)
-      if (q != c.rank()) tr.wait_signal(q, ready, e, c.until());
+    wait_for_all(c, tr, ready, e);
   }
 
  private:
@@ -277,6 +273,13 @@ struct direct {
     }
     c.verify(all);
     return e;
+  }
+
+  //! Waits until every peer's signal `slot` has reached epoch e.
+  template <class Ctx, class T>
+  static void wait_for_all(Ctx& c, T& tr, unsigned slot, std::uint64_t e) {
+    for (int q = 0; q < c.size(); ++q)
+      if (q != c.rank()) tr.wait_signal(q, slot, e, c.until());
   }
 
   static unsigned parity(std::uint64_t epoch) noexcept { return static_cast<unsigned>(epoch & 1u); }
