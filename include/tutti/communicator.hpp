@@ -37,6 +37,7 @@
 #include "tutti/fusion/concepts.hpp"
 #include "tutti/fusion/none.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/exchange.hpp"
 
 namespace tutti {
 
@@ -424,15 +425,8 @@ class communicator {
     const int n = size(), me = rank();
     if (n == 1) return;
     descriptors_.resize(static_cast<std::size_t>(n));
-    requests_.clear();
-    requests_.resize(2 * static_cast<std::size_t>(n));
     descriptors_[static_cast<std::size_t>(me)] = mine;
-    for (int p = 0; p < n; ++p) {
-      if (p == me) continue;
-      requests_[2 * p] = transport_->recv(p, 0, &descriptors_[static_cast<std::size_t>(p)], sizeof(mine));
-      requests_[2 * p + 1] = transport_->send(p, 0, &mine, sizeof(mine));
-    }
-    for (auto& r : requests_) transport_->wait(r, until);
+    transport::exchange_with_all(*transport_, 0, std::span(descriptors_), until, requests_);
     enforce(mine, judge(descriptors_, me));
   }
 

@@ -22,6 +22,7 @@
 #include "tutti/core/collective.hpp"
 
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/exchange.hpp"
 #include "tutti/transport/group.hpp"
 #include "tutti/transport/inproc.hpp"
 #include "tutti/transport/shm.hpp"

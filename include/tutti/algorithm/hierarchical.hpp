@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -39,6 +40,7 @@
 #include "tutti/core/policy.hpp"
 #include "tutti/core/reduce.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/exchange.hpp"
 #include "tutti/transport/group.hpp"
 
 namespace tutti::algorithm {
@@ -230,13 +232,8 @@ struct hierarchical {
       const int n = c.size(), me = c.rank();
       std::vector<std::uint64_t> hashes(static_cast<std::size_t>(n));
       hashes[static_cast<std::size_t>(me)] = node_hash(node_of(c.transport()));
-      std::vector<typename Ctx::request> pending(2 * static_cast<std::size_t>(n));
-      for (int p = 0; p < n; ++p) {
-        if (p == me) continue;
-        pending[2 * static_cast<std::size_t>(p)] = c.recv(p, &hashes[static_cast<std::size_t>(p)], sizeof(std::uint64_t));
-        pending[2 * static_cast<std::size_t>(p) + 1] = c.send(p, &hashes[static_cast<std::size_t>(me)], sizeof(std::uint64_t));
-      }
-      for (auto& p : pending) c.wait(p);
+      std::vector<typename Ctx::request> pending;
+      transport::exchange_with_all(c.transport(), c.tag(), std::span(hashes), c.until(), pending);
       try {
         s.grid = node_grid::from_hashes(hashes, me);
         s.intra = intra_group<T>(c.transport(), s.grid.intra);
