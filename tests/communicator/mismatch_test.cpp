@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,19 @@ TEST_CASE("different broadcast roots: mismatch naming both roots") {
   }
 }
 
+TEST_CASE("different reduce roots: mismatch naming both roots; no output written") {
+  auto out = run(3, [](comm_t& comm) {
+    std::vector<int> v(4, 1);
+    comm.reduce(v, tutti::op::sum, comm.rank() == 2 ? 1 : 0);
+    if (v != std::vector<int>(4, 1)) throw std::runtime_error("buffer changed");
+  });
+  for (int r = 0; r < 3; ++r) {
+    INFO(out.messages[r]);
+    CHECK(out.kinds[r] == 1);
+    CHECK(contains(out.messages[r], "reduce #1: ranks disagree: rank 0 has root=0, rank 2 has root=1"));
+  }
+}
+
 TEST_CASE("a rank calling a different collective: mismatch naming both collectives") {
   auto out = run(3, [](comm_t& comm) {
     std::vector<int> v(4, 1);
@@ -176,6 +190,12 @@ TEST_CASE("bad arguments are refused with the offending value") {
          c.allreduce(tutti::const_tensor_view(v.data(), 6, tutti::dtype::f32),
                      tutti::tensor_view(v.data() + 2, 6, tutti::dtype::f32), tutti::op::sum);
        }},
+      {"reduce #1: root 2 is outside [0, 2)",
+       [](comm_t& c) { std::vector<int> v(2); c.reduce(v, tutti::op::sum, 2); }},
+      {"alltoall #1: send has 5 elements, not a multiple of world_size (2)",
+       [](comm_t& c) { std::vector<int> in(5), out(5); c.alltoall(in, out); }},
+      {"alltoall #1: send has 4 elements but recv has 6",
+       [](comm_t& c) { std::vector<int> in(4), out(6); c.alltoall(in, out); }},
       {"op value 9 is not a tutti::op",
        [](comm_t& c) { std::vector<float> v(2); c.allreduce(v, static_cast<tutti::op>(9)); }},
   };
