@@ -5,7 +5,12 @@ set -euo pipefail
 
 # openmpi-bin: the tests start ranks with mpirun too, to prove from_env() reads Open MPI's variables.
 # libopenmpi-dev: tests/mpi compares every collective with Open MPI's (found through pkg-config ompi-c).
-apt_packages=(g++ cmake make pkg-config libboost-dev doctest-dev openmpi-bin libopenmpi-dev)
+# libucx-dev: transport::ucx (ucx-utils: ucx_perftest, the peer between hosts in bench/).
+# libssl-dev: tcp_store's HMAC-SHA256 handshake (libcrypto). libpmix-dev: rendezvous under mpirun/srun.
+# iproute2: the network-namespace tests (two "hosts" joined by veth pairs); util-linux: unshare.
+# clang-14 + libclang-rt-14-dev: the libFuzzer target for the store's frame parser.
+apt_packages=(g++ cmake make pkg-config libboost-dev doctest-dev openmpi-bin libopenmpi-dev
+              libucx-dev ucx-utils libssl-dev libpmix-dev iproute2 util-linux clang-14 libclang-rt-14-dev)
 pip_packages=(conan)
 
 missing=()

@@ -379,7 +379,7 @@ class communicator {
       guarded(desc, "while checking arguments across ranks: ", [&] { agree(desc, until); });
     const bool check_in_algorithm = options_.check && in_algorithm;
     context_type c(*transport_, scratch_, d.sequence, until, options_.chunk_bytes, check_in_algorithm ? &desc : nullptr,
-                   &descriptors_, &algorithm_state_, &d);
+                   &descriptors_, &algorithm_state_, &d, &nodes_);
     if (!bad.empty()) {
       if constexpr (in_algorithm) {
         if (check_in_algorithm)
@@ -441,6 +441,7 @@ class communicator {
   communicator_options options_;
   algorithm::scratch_buffer scratch_;
   algorithm::algorithm_state algorithm_state_;
+  algorithm::node_source nodes_;  //!< which node each rank is on, once known
   std::uint64_t sequence_ = 0;
   std::string broken_;  //!< non-empty once a collective failed midway: data may be partial
   std::vector<collective_descriptor> descriptors_;

@@ -1,16 +1,22 @@
-//! @file automatic.hpp  algorithm::automatic — the best built algorithm for the transport, chosen
-//! at compile time: `direct` on a one-sided transport (shm), `ring` on any other.
+//! @file automatic.hpp  algorithm::automatic — the best built algorithm for the transport:
+//! `direct` on a one-sided transport (shm), `ring` on any other two-sided one, and on a transport
+//! that spans nodes (transport::node_aware) `hierarchical<direct, ring>` — direct through shared
+//! memory inside each node, ring across — when every node holds the same number of ranks, else
+//! the flat ring (decided at run time from the node map, identically on every rank).
 //!
 //! A stand-in until `tuned<...>` chooses by measurement: on one host, direct beat ring at every
-//! size measured (bench/results/, docs/tuning.md).
+//! size measured (bench/results/, docs/tuning.md); across hosts, hierarchical sends each byte over
+//! the network once per node instead of once per rank (bench/results/ for the namespace runs).
 #pragma once
 #include <string_view>
 #include <type_traits>
 
 #include "tutti/algorithm/direct.hpp"
+#include "tutti/algorithm/hierarchical.hpp"
 #include "tutti/algorithm/ring.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/group.hpp"
 
 namespace tutti::algorithm {
 
@@ -18,50 +24,69 @@ struct automatic {
   using tutti_role = role::algorithm;
   static constexpr std::string_view name = "automatic";
 
-  //! The algorithm this picks for a transport.
+  //! The flat algorithm this picks for a transport that does not span nodes.
   template <class Transport>
-  using for_transport = std::conditional_t<one_sided_transport<Transport>, direct, ring>;
+  using flat_for = std::conditional_t<one_sided_transport<Transport>, direct, ring>;
+  //! What runs inside each node of a node-aware transport: direct when its node transport is one-sided.
+  template <class Transport>
+  using across_nodes_for = hierarchical<flat_for<typename transport::node_level<Transport>::type>, ring>;
+  template <class Transport>
+  static constexpr bool spans_nodes = transport::node_level<Transport>::separate;
 
-  //! As direct does; ring leaves the check to the communicator.
+  //! The algorithm this picks for a transport (for a node-aware one: when its nodes are even).
+  template <class Transport>
+  using for_transport = std::conditional_t<spans_nodes<Transport>, across_nodes_for<Transport>, flat_for<Transport>>;
+
+  //! As direct does; ring and hierarchical leave the check to the communicator.
   template <class Transport>
   static constexpr bool checks_arguments = one_sided_transport<Transport>;
 
   template <class Ctx>
+    requires one_sided_transport<typename Ctx::transport_type>
   static void agree(Ctx& c) {
-    pick<Ctx>::agree(c);
+    direct::agree(c);
   }
   template <class Ctx>
   static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
-    pick<Ctx>::allreduce(c, in, out, count, t, o);
+    run(c, [&](auto a) { decltype(a)::allreduce(c, in, out, count, t, o); });
   }
   template <class Ctx>
   static void reduce_scatter(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
-    pick<Ctx>::reduce_scatter(c, in, out, count, t, o);
+    run(c, [&](auto a) { decltype(a)::reduce_scatter(c, in, out, count, t, o); });
   }
   template <class Ctx>
   static void allgather(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
-    pick<Ctx>::allgather(c, in, out, count, t);
+    run(c, [&](auto a) { decltype(a)::allgather(c, in, out, count, t); });
   }
   template <class Ctx>
   static void broadcast(Ctx& c, const void* in, void* out, std::size_t count, dtype t, int root) {
-    pick<Ctx>::broadcast(c, in, out, count, t, root);
+    run(c, [&](auto a) { decltype(a)::broadcast(c, in, out, count, t, root); });
   }
   template <class Ctx>
   static void reduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, int root) {
-    pick<Ctx>::reduce(c, in, out, count, t, o, root);
+    run(c, [&](auto a) { decltype(a)::reduce(c, in, out, count, t, o, root); });
   }
   template <class Ctx>
   static void alltoall(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
-    pick<Ctx>::alltoall(c, in, out, count, t);
+    run(c, [&](auto a) { decltype(a)::alltoall(c, in, out, count, t); });
   }
   template <class Ctx>
   static void barrier(Ctx& c) {
-    pick<Ctx>::barrier(c);
+    run(c, [&](auto a) { decltype(a)::barrier(c); });
   }
 
  private:
-  template <class Ctx>
-  using pick = for_transport<typename Ctx::transport_type>;
+  //! Calls f with an object whose type names the algorithm to run (`decltype(a)::allreduce(...)`).
+  template <class Ctx, class F>
+  static void run(Ctx& c, F&& f) {
+    using T = typename Ctx::transport_type;
+    if constexpr (spans_nodes<T>) {
+      if (c.nodes().even()) return f(across_nodes_for<T>{});
+      return f(ring{});
+    } else {
+      return f(flat_for<T>{});
+    }
+  }
 };
 
 }  // namespace tutti::algorithm

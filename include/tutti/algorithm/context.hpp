@@ -5,15 +5,17 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
-
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tutti/bootstrap/node.hpp"
 #include "tutti/core/collective.hpp"
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/transport/exchange.hpp"
 
 namespace tutti::algorithm {
 
@@ -54,6 +56,13 @@ class algorithm_state {
   std::shared_ptr<void> value_;
 };
 
+//! Which node each rank of a communicator is on: computed once per communicator and kept. A
+//! transport that knows it from its own bootstrap (transport::node_aware) hands it over; otherwise
+//! the ranks exchange their node ids on the first collective whose algorithm asks (context::nodes()).
+struct node_source {
+  std::optional<node_map> map;
+};
+
 //! One collective's view: the transport, a tag unique to this collective, its deadline, scratch.
 //! Algorithms reach the transport only through this, so every wait carries the deadline.
 template <class Transport>
@@ -64,9 +73,10 @@ class context {
 
   context(Transport& t, scratch_buffer& s, std::uint64_t tag, deadline until, std::size_t chunk_bytes,
           const collective_descriptor* to_check = nullptr, std::vector<collective_descriptor>* peers = nullptr,
-          algorithm_state* state = nullptr, const collective_descriptor* call = nullptr) noexcept
+          algorithm_state* state = nullptr, const collective_descriptor* call = nullptr,
+          node_source* nodes = nullptr) noexcept
       : transport_(t), scratch_(s), tag_(tag), until_(until), chunk_bytes_(chunk_bytes), to_check_(to_check),
-        peers_(peers), state_(state), call_(call) {}
+        peers_(peers), state_(state), call_(call), nodes_(nodes) {}
 
   //! "rank r: allreduce #s: ", to begin an error an algorithm throws (names rank and collective).
   [[nodiscard]] std::string where() const {
@@ -110,6 +120,25 @@ class context {
     return state_->get<S>(std::forward<Make>(make));
   }
 
+  //! Which node every rank is on (see node_source). The first call on a communicator whose
+  //! transport does not know it exchanges every rank's node id with this collective's tag, so every
+  //! rank must ask in the same collective (all ranks run the same algorithm, so they do).
+  const node_map& nodes() {
+    if (!nodes_) throw error(where() + "this context has no node map (a sub-collective's context)");
+    if (!nodes_->map) {
+      if constexpr (requires { transport_.nodes(); }) {
+        nodes_->map = transport_.nodes();
+      } else {
+        std::vector<std::uint64_t> hashes(static_cast<std::size_t>(size()));
+        hashes[static_cast<std::size_t>(rank())] = node_hash(node_of_transport());
+        std::vector<request> pending;
+        transport::exchange_with_all(transport_, tag_, std::span(hashes), until_, pending);
+        nodes_->map = node_map::from_hashes(hashes);
+      }
+    }
+    return *nodes_->map;
+  }
+
   [[nodiscard]] request send(int peer, const void* data, std::size_t bytes) { return transport_.send(peer, tag_, data, bytes); }
   [[nodiscard]] request recv(int peer, void* data, std::size_t bytes) { return transport_.recv(peer, tag_, data, bytes); }
   void wait(request& r) { transport_.wait(r, until_); }
@@ -124,6 +153,12 @@ class context {
   std::vector<collective_descriptor>* peers_;
   algorithm_state* state_;
   const collective_descriptor* call_;
+  node_source* nodes_;
+
+  std::string node_of_transport() const {
+    if constexpr (requires { transport_.node_id(); }) return std::string(transport_.node_id());
+    else return node_id_from_env();
+  }
 };
 
 }  // namespace tutti::algorithm

@@ -57,9 +57,14 @@ struct hierarchical {
   using intra_algorithm = Intra;
   using inter_algorithm = Inter;
 
-  //! Intra's view of its node: one-sided when the transport is (so `direct` can be Intra).
+  //! Intra's view of its node: a group of the node-level transport (a node-aware transport's own
+  //! intra-node part, else the transport itself), one-sided when that is (so `direct` can be Intra).
   template <class T>
-  using intra_group = std::conditional_t<one_sided_transport<T>, transport::one_sided_group<T>, transport::group<T>>;
+  using node_transport = typename transport::node_level<T>::type;
+  template <class T>
+  using intra_group = std::conditional_t<one_sided_transport<node_transport<T>>,
+                                         transport::one_sided_group<node_transport<T>>,
+                                         transport::group<node_transport<T>>>;
   //! The contexts Intra and Inter see: group views of the communicator's transport. Inter's is
   //! always two-sided: only one group per rank may use the one-sided machinery (group.hpp).
   template <class Ctx>
@@ -216,27 +221,19 @@ struct hierarchical {
   };
 
  private:
-  template <class T>
-  static std::string node_of(const T& t) {
-    if constexpr (requires { t.node_id(); }) return std::string(t.node_id());
-    else return node_id_from_env();
-  }
-
-  //! First call: every rank sends every other the hash of its node id (tagged with this
-  //! collective, so it cannot be confused with data), and all build the same grid.
+  //! First call: the node grid from the communicator's node map (context::nodes(): from a
+  //! node-aware transport's bootstrap, or exchanged once per communicator), and the two groups.
   template <class Ctx>
   static auto& setup(Ctx& c) {
     using T = typename Ctx::transport_type;
     auto& s = c.template state<state<T>>([] { return std::make_shared<state<T>>(); });
     if (s.intra.world_size() == 0 && s.refusal.empty()) {
-      const int n = c.size(), me = c.rank();
-      std::vector<std::uint64_t> hashes(static_cast<std::size_t>(n));
-      hashes[static_cast<std::size_t>(me)] = node_hash(node_of(c.transport()));
-      std::vector<typename Ctx::request> pending;
-      transport::exchange_with_all(c.transport(), c.tag(), std::span(hashes), c.until(), pending);
       try {
-        s.grid = node_grid::from_hashes(hashes, me);
-        s.intra = intra_group<T>(c.transport(), s.grid.intra);
+        s.grid = node_grid::from_map(c.nodes(), c.rank());
+        std::vector<int> node_members = s.grid.intra;  // global ranks; a separate node transport numbers them locally
+        if constexpr (transport::node_level<T>::separate)
+          for (int l = 0; l < s.grid.local_size; ++l) node_members[static_cast<std::size_t>(l)] = l;
+        s.intra = intra_group<T>(transport::node_level<T>::of(c.transport()), std::move(node_members));
         s.inter = transport::group<T>(c.transport(), s.grid.inter);
       } catch (const invalid_argument& e) {
         s.refusal = e.what();

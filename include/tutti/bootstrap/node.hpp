@@ -37,6 +37,45 @@ namespace tutti {
   return h;
 }
 
+//! Which node every rank is on, uneven nodes allowed: what a node-aware transport routes by.
+//! Nodes are numbered by their lowest rank and ranks within a node by rank, so every rank that
+//! sees the same hashes computes the same map.
+struct node_map {
+  std::vector<int> node_of;                //!< node_of[r]: the node of global rank r
+  std::vector<int> local_of;               //!< local_of[r]: r's index among its node's ranks
+  std::vector<std::vector<int>> members;   //!< members[k]: global ranks of node k, by local index
+
+  [[nodiscard]] static node_map from_hashes(std::span<const std::uint64_t> hash) {
+    node_map m;
+    std::vector<std::uint64_t> order;  // distinct hashes by first appearance
+    for (int r = 0; r < static_cast<int>(hash.size()); ++r) {
+      const auto h = hash[static_cast<std::size_t>(r)];
+      auto it = std::find(order.begin(), order.end(), h);
+      if (it == order.end()) {
+        order.push_back(h);
+        m.members.emplace_back();
+        it = order.end() - 1;
+      }
+      auto& node = m.members[static_cast<std::size_t>(it - order.begin())];
+      m.node_of.push_back(static_cast<int>(it - order.begin()));
+      m.local_of.push_back(static_cast<int>(node.size()));
+      node.push_back(r);
+    }
+    return m;
+  }
+  [[nodiscard]] int nodes() const noexcept { return static_cast<int>(members.size()); }
+  [[nodiscard]] int world_size() const noexcept { return static_cast<int>(node_of.size()); }
+  [[nodiscard]] bool same_node(int a, int b) const noexcept {
+    return node_of[static_cast<std::size_t>(a)] == node_of[static_cast<std::size_t>(b)];
+  }
+  //! Every node holds the same number of ranks (what hierarchical algorithms need).
+  [[nodiscard]] bool even() const noexcept {
+    for (const auto& m : members)
+      if (m.size() != members[0].size()) return false;
+    return true;
+  }
+};
+
 //! The job's ranks arranged as nodes x local ranks. Nodes are numbered by their lowest rank and
 //! ranks within a node by rank, so every rank computes the same grid from the same hashes.
 struct node_grid {
@@ -48,25 +87,18 @@ struct node_grid {
   std::vector<int> inter;  //!< global ranks with this rank's local index, by node
   std::vector<int> rank_at;  //!< rank_at[node * local_size + local]: the global rank there
 
+  static node_grid from_hashes(std::span<const std::uint64_t> hash, int me) {
+    return from_map(node_map::from_hashes(hash), me);
+  }
+
   //! Every node must hold the same number of ranks: the inter-node groups pair local index i of
   //! every node. Throws invalid_argument (the same text on every rank) naming the nodes otherwise.
-  static node_grid from_hashes(std::span<const std::uint64_t> hash, int me) {
-    std::vector<std::uint64_t> order;  // distinct hashes by first appearance
-    std::vector<std::vector<int>> members;
-    for (int r = 0; r < static_cast<int>(hash.size()); ++r) {
-      auto it = std::find(order.begin(), order.end(), hash[static_cast<std::size_t>(r)]);
-      if (it == order.end()) {
-        order.push_back(hash[static_cast<std::size_t>(r)]);
-        members.emplace_back();
-        it = order.end() - 1;
-      }
-      members[static_cast<std::size_t>(it - order.begin())].push_back(r);
-    }
+  static node_grid from_map(const node_map& map, int me) {
+    const auto& members = map.members;
     node_grid g;
-    g.nodes = static_cast<int>(members.size());
+    g.nodes = map.nodes();
     g.local_size = static_cast<int>(members[0].size());
-    for (const auto& m : members) {
-      if (static_cast<int>(m.size()) == g.local_size) continue;
+    if (!map.even()) {
       std::string text;
       for (std::size_t k = 0; k < members.size(); ++k) {
         text += k ? "; node " : "node ";
@@ -85,11 +117,10 @@ struct node_grid {
     }
     for (int k = 0; k < g.nodes; ++k) {
       const auto& m = members[static_cast<std::size_t>(k)];
-      for (int l = 0; l < g.local_size; ++l) {
-        g.rank_at.push_back(m[static_cast<std::size_t>(l)]);
-        if (m[static_cast<std::size_t>(l)] == me) g.node = k, g.local_rank = l;
-      }
+      for (int l = 0; l < g.local_size; ++l) g.rank_at.push_back(m[static_cast<std::size_t>(l)]);
     }
+    g.node = map.node_of[static_cast<std::size_t>(me)];
+    g.local_rank = map.local_of[static_cast<std::size_t>(me)];
     g.intra = members[static_cast<std::size_t>(g.node)];
     for (int k = 0; k < g.nodes; ++k) g.inter.push_back(g.at(k, g.local_rank));
     return g;

@@ -102,4 +102,25 @@ class one_sided_group : public group<Parent> {
   }
 };
 
+//! The transport that carries traffic among the ranks of one node, and how its ranks are numbered.
+//! A node-aware transport (one declaring `node_transport_type` and `node_transport()`, e.g.
+//! transport::node_aware<shm, ucx>) has its own, whose ranks are the node's local indices; for any
+//! other transport it is the transport itself, numbered by global rank.
+template <class T>
+struct node_level {
+  using type = T;
+  static constexpr bool separate = false;
+  static T& of(T& t) noexcept { return t; }
+};
+template <class T>
+  requires requires(T& t) {
+    typename T::node_transport_type;
+    t.node_transport();
+  }
+struct node_level<T> {
+  using type = typename T::node_transport_type;
+  static constexpr bool separate = true;
+  static type& of(T& t) noexcept { return t.node_transport(); }
+};
+
 }  // namespace tutti::transport

@@ -202,6 +202,15 @@ class shm {
     }
   }
 
+  //! Moves every queued operation along without waiting (a composite transport calls this while
+  //! it waits on its other half, so this rank's sends keep flowing to the peers that wait on them).
+  void progress() {
+    for (int p = 0; p < world_; ++p) {
+      if (sends_[static_cast<std::size_t>(p)].head) push(p);
+      if (recvs_[static_cast<std::size_t>(p)].head) pull(p);
+    }
+  }
+
   //! Fails every queued operation, raises this rank's "gone" flag so that peers waiting on it get
   //! peer_lost, and leaves the transport unusable. Only this process ever touches the user buffers
   //! of its operations, so nothing can write into them afterwards.
@@ -451,13 +460,6 @@ class shm {
   [[nodiscard]] std::string describe(const op_state& op) const {
     return "rank " + std::to_string(rank_) + ": " + (op.is_send ? "send of " : "receive of ") + std::to_string(op.bytes) +
            " bytes " + (op.is_send ? "to" : "from") + " rank " + std::to_string(op.peer);
-  }
-
-  void progress() {
-    for (int p = 0; p < world_; ++p) {
-      if (sends_[static_cast<std::size_t>(p)].head) push(p);
-      if (recvs_[static_cast<std::size_t>(p)].head) pull(p);
-    }
   }
 
   //! Copies queued sends to `peer` into its ring for us, fragment by fragment, while slots are free.

@@ -1,0 +1,69 @@
+//! transport::node_aware<shm, shm> over forked processes on simulated nodes: routing by node, the
+//! node map handed to algorithms, hierarchical<direct, ring> running direct over the node transport,
+//! and automatic choosing hierarchical for even nodes and the flat ring for uneven ones.
+#include "support/conformance.hpp"
+#include "support/node_aware_world.hpp"
+#include <tutti/algorithm/automatic.hpp>
+#include <tutti/algorithm/direct.hpp>
+#include <tutti/algorithm/hierarchical.hpp>
+#include <tutti/algorithm/ring.hpp>
+
+namespace {
+using namespace tutti::testing;
+using direct_in_nodes = tutti::algorithm::hierarchical<tutti::algorithm::direct, tutti::algorithm::ring>;
+using hier_blocked = node_aware_world<direct_in_nodes, blocked_nodes<2>>;
+using hier_interleaved = node_aware_world<direct_in_nodes, interleaved_nodes<3>>;
+using auto_blocked = node_aware_world<tutti::algorithm::automatic, blocked_nodes<3>>;
+using auto_uneven = node_aware_world<tutti::algorithm::automatic, uneven_nodes>;
+
+static_assert(std::is_same_v<tutti::algorithm::automatic::for_transport<shm_node_aware>, direct_in_nodes>,
+              "automatic over a node-aware transport is hierarchical<direct, ring>");
+}  // namespace
+
+TEST_CASE_TEMPLATE_INVOKE(allreduce_conformance, hier_blocked, auto_uneven);
+TEST_CASE_TEMPLATE_INVOKE(reduce_scatter_conformance, hier_interleaved);
+TEST_CASE_TEMPLATE_INVOKE(allgather_conformance, hier_blocked);
+TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, hier_interleaved, auto_uneven);
+TEST_CASE_TEMPLATE_INVOKE(reduce_conformance, hier_blocked);
+TEST_CASE_TEMPLATE_INVOKE(alltoall_conformance, auto_blocked);
+TEST_CASE_TEMPLATE_INVOKE(barrier_conformance, hier_blocked, auto_uneven);
+
+TEST_CASE("node_aware: messages to node peers go through the node transport, the rest through the network") {
+  using namespace tutti;
+  // 4 ranks on 2 nodes interleaved: rank r on node r % 2. Rank 0 sends to 2 (same node) and 1 (other).
+  const std::vector<std::string> ids{"a", "b", "a", "b"};
+  auto results = fork_ranks(4, [&](const rank_info& info) {
+    auto t = make_shm_node_aware(info, ids);
+    if (t->nodes().nodes() != 2 || t->local_rank() != info.rank / 2) throw error("wrong node map");
+    int value = info.rank * 10, got = -1;
+    const int same = (info.rank + 2) % 4, other = info.rank ^ 1;
+    for (int peer : {same, other}) {
+      auto s = t->send(peer, 7, &value, sizeof value);
+      auto r = t->recv(peer, 7, &got, sizeof got);
+      if (bool(s.near.op || r.near.op) != (peer == same)) throw error("routed a message to the wrong side");
+      t->wait(s, deadline::after(std::chrono::seconds(10)));
+      t->wait(r, deadline::after(std::chrono::seconds(10)));
+      if (got != peer * 10) throw error("rank " + std::to_string(info.rank) + " got " + std::to_string(got));
+    }
+  });
+  for (std::size_t r = 0; r < results.size(); ++r) CHECK_MESSAGE(results[r].exit_code == 0, results[r].error);
+}
+
+TEST_CASE("node_aware: a peer on another node that dies is reported as peer_lost naming it") {
+  using namespace tutti;
+  const std::vector<std::string> ids{"a", "b"};
+  auto results = fork_ranks(2, [&](const rank_info& info) {
+    auto t = make_shm_node_aware(info, ids);
+    if (info.rank == 1) ::_exit(0);  // leaves without a word
+    int got = 0;
+    auto r = t->recv(1, 3, &got, sizeof got);
+    try {
+      t->wait(r, deadline::after(std::chrono::seconds(10)));
+    } catch (const peer_lost& e) {
+      if (e.peer() != 1) throw error("peer_lost names rank " + std::to_string(e.peer()));
+      return;
+    }
+    throw error("no peer_lost");
+  });
+  CHECK_MESSAGE(results[0].exit_code == 0, results[0].error);
+}
