@@ -155,3 +155,38 @@ TEST_CASE("inproc_store: set overwrites an existing key") {
   s.set("phase", to_bytes(""));
   CHECK(s.get("phase", tutti::deadline::after(1s)).empty());
 }
+
+TEST_CASE("inproc_store: add is atomic across threads and returns the new value") {
+  store s;
+  std::vector<std::thread> threads;
+  std::atomic<int> saw_last{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 1000; ++i)
+        if (s.add("n", 1) == 4000) ++saw_last;
+    });
+  for (auto& t : threads) t.join();
+  CHECK(to_string(s.get("n", tutti::deadline::after(1s))) == "4000");
+  CHECK(saw_last == 1);  // exactly one caller saw the final value
+  CHECK(s.add("n", -4000) == 0);
+  s.set("text", to_bytes("abc"));
+  CHECK_THROWS_AS(s.add("text", 1), tutti::invalid_argument);
+}
+
+TEST_CASE("inproc_store: barrier releases all callers together, and times out naming how many came") {
+  store s;
+  std::atomic<int> passed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t)
+    threads.emplace_back([&] {
+      s.barrier("b", 4, tutti::deadline::after(5s));
+      ++passed;
+    });
+  std::this_thread::sleep_for(50ms);
+  CHECK(passed == 0);  // three of four: nobody may pass yet
+  s.barrier("b", 4, tutti::deadline::after(5s));
+  for (auto& t : threads) t.join();
+  CHECK(passed == 3);
+  const auto message = timeout_message([&] { s.barrier("lonely", 2, tutti::deadline::after(20ms)); });
+  CHECK(message.find("barrier 'lonely' saw 1 of 2 callers") != std::string::npos);
+}

@@ -11,8 +11,9 @@
 //! each level sees contiguous blocks); broadcast and reduce go through the root's local index on
 //! every node; barrier is Intra's then Inter's; alltoall is the flat pairwise exchange.
 //!
-//! Nodes come from the transport's node_id() (rank_info::node_id: hostname + boot id, or
-//! TUTTI_NODE_ID), exchanged on the first collective. Every node must hold the same number of
+//! Nodes come from the communicator's node map (context::nodes()): a node-aware transport's
+//! bootstrap built it; otherwise the transport's node_id() (rank_info::node_id: hostname + boot id,
+//! or TUTTI_NODE_ID) is exchanged once per communicator, on the first collective that asks. Every node must hold the same number of
 //! ranks; otherwise every rank gets the same tutti::invalid_argument naming the nodes.
 //! Intra and Inter run over transport::group views. Intra's is one-sided when the transport is
 //! (so hierarchical<direct, ring> reads node peers' memory directly); Inter's is always two-sided,
