@@ -16,6 +16,7 @@
 #include "tutti/core/reduce.hpp"
 #include "tutti/core/tensor_view.hpp"
 
+#include "tutti/bootstrap/concepts.hpp"
 #include "tutti/bootstrap/inproc_store.hpp"
 #include "tutti/bootstrap/node.hpp"
 #include "tutti/bootstrap/rank_info.hpp"
@@ -25,6 +26,7 @@
 #include "tutti/transport/exchange.hpp"
 #include "tutti/transport/group.hpp"
 #include "tutti/transport/inproc.hpp"
+#include "tutti/transport/node_aware.hpp"
 #include "tutti/transport/shm.hpp"
 
 #include "tutti/algorithm/concepts.hpp"
