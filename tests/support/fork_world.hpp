@@ -82,6 +82,17 @@ std::vector<fork_result> fork_ranks(int world, Body&& body, const std::string& j
   return results;
 }
 
+//! Throws tutti::error listing every rank of `results` that failed (exit code and message);
+//! `world_name` begins the message ("fork_world of 4 ranks failed: ...").
+inline void throw_if_any_failed(const std::vector<fork_result>& results, const std::string& world_name) {
+  std::string failures;
+  for (std::size_t r = 0; r < results.size(); ++r)
+    if (results[r].exit_code != 0)
+      failures += "rank " + std::to_string(r) + " exited " + std::to_string(results[r].exit_code) + ": " + results[r].error + "\n";
+  if (!failures.empty())
+    throw error(world_name + " of " + std::to_string(results.size()) + " ranks failed:\n" + failures);
+}
+
 //! Layout (node_layout.hpp) places the ranks on simulated nodes; one node by default.
 template <class Algorithm, class Layout = one_node>
 struct fork_world {
@@ -98,11 +109,7 @@ struct fork_world {
       communicator_type comm(std::make_unique<transport::shm>(placed));
       fn(comm);
     });
-    std::string failures;
-    for (std::size_t r = 0; r < results.size(); ++r)
-      if (results[r].exit_code != 0)
-        failures += "rank " + std::to_string(r) + " exited " + std::to_string(results[r].exit_code) + ": " + results[r].error + "\n";
-    if (!failures.empty()) throw error("fork_world of " + std::to_string(world) + " ranks failed:\n" + failures);
+    throw_if_any_failed(results, "fork_world");
   }
 };
 

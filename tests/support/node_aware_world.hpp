@@ -55,11 +55,7 @@ struct node_aware_world {
       communicator_type comm(make_shm_node_aware(info, ids));
       fn(comm);
     });
-    std::string failures;
-    for (std::size_t r = 0; r < results.size(); ++r)
-      if (results[r].exit_code != 0)
-        failures += "rank " + std::to_string(r) + " exited " + std::to_string(results[r].exit_code) + ": " + results[r].error + "\n";
-    if (!failures.empty()) throw error("node_aware_world of " + std::to_string(world) + " ranks failed:\n" + failures);
+    throw_if_any_failed(results, "node_aware_world");
   }
 };
 

@@ -40,7 +40,7 @@ TEST_CASE("node_aware: messages to node peers go through the node transport, the
     for (int peer : {same, other}) {
       auto s = t->send(peer, 7, &value, sizeof value);
       auto r = t->recv(peer, 7, &got, sizeof got);
-      if (bool(s.near.op || r.near.op) != (peer == same)) throw error("routed a message to the wrong side");
+      if (s.on_node != (peer == same) || r.on_node != (peer == same)) throw error("routed a message to the wrong side");
       t->wait(s, deadline::after(std::chrono::seconds(10)));
       t->wait(r, deadline::after(std::chrono::seconds(10)));
       if (got != peer * 10) throw error("rank " + std::to_string(info.rank) + " got " + std::to_string(got));

@@ -37,10 +37,12 @@ class node_aware {
   static constexpr transport_traits traits{.intra_node = false, .device_memory = false, .one_sided = false};
   static constexpr const char* name = "node_aware";
 
-  //! A posted operation: exactly one of the two is non-empty (both empty: complete).
+  //! A posted operation on one side; `on_node` says which, so the composite never looks inside the
+  //! parts' request types (default-constructed: an empty network request, already complete).
   struct request {
     typename Intra::request near;
     typename Inter::request far;
+    bool on_node = false;
   };
 
   //! `map`: every rank's node (the same on every rank); `intra`: this node's transport, over
@@ -75,29 +77,28 @@ class node_aware {
 
   [[nodiscard]] request send(int peer, std::uint64_t tag, const void* data, std::size_t bytes) {
     request r;
-    if (near(peer)) r.near = intra_->send(local(peer), tag, data, bytes);
+    r.on_node = near(peer);
+    if (r.on_node) r.near = intra_->send(local(peer), tag, data, bytes);
     else r.far = inter_->send(peer, tag, data, bytes);
     return r;
   }
   [[nodiscard]] request recv(int peer, std::uint64_t tag, void* data, std::size_t bytes) {
     request r;
-    if (near(peer)) r.near = intra_->recv(local(peer), tag, data, bytes);
+    r.on_node = near(peer);
+    if (r.on_node) r.near = intra_->recv(local(peer), tag, data, bytes);
     else r.far = inter_->recv(peer, tag, data, bytes);
     return r;
   }
 
   [[nodiscard]] bool test(request& r) {
-    if (r.near.op) {
+    if (r.on_node) {
       if (intra_->test(r.near)) return true;
       drive(*inter_);
-      return false;
-    }
-    if (r.far.op) {
+    } else {
       if (inter_->test(r.far)) return true;
       drive(*intra_);
-      return false;
     }
-    return true;
+    return false;
   }
 
   //! Polls both sides until `r` completes; each side reports its own peer loss, this the deadline.
@@ -106,7 +107,7 @@ class node_aware {
     while (!test(r)) {
       if (b.check_clock() && until.passed())
         throw timeout("rank " + std::to_string(rank_) + ": transport::node_aware: a " +
-                      (r.near.op ? "shared-memory" : "network") +
+                      (r.on_node ? "shared-memory" : "network") +
                       " operation did not complete before the deadline (TUTTI_TIMEOUT)");
       b.pause();
     }
