@@ -13,8 +13,9 @@
 //!
 //! Nodes come from the communicator's node map (context::nodes()): a node-aware transport's
 //! bootstrap built it; otherwise the transport's node_id() (rank_info::node_id: hostname + boot id,
-//! or TUTTI_NODE_ID) is exchanged once per communicator, on the first collective that asks. Every node must hold the same number of
-//! ranks; otherwise every rank gets the same tutti::invalid_argument naming the nodes.
+//! or TUTTI_NODE_ID) is exchanged once per communicator, on the first collective that asks. Every
+//! node must hold the same number of ranks; otherwise every rank gets the same
+//! tutti::invalid_argument naming the nodes.
 //! Intra and Inter run over transport::group views. Intra's is one-sided when the transport is
 //! (so hierarchical<direct, ring> reads node peers' memory directly); Inter's is always two-sided,
 //! so a one-sided Inter (direct) is a compile-time error (see transport/group.hpp for why).
