@@ -20,6 +20,9 @@
 #include "tutti/bootstrap/inproc_store.hpp"
 #include "tutti/bootstrap/node.hpp"
 #include "tutti/bootstrap/rank_info.hpp"
+#if defined(TUTTI_HAVE_NET)  // tutti::net: OpenSSL's libcrypto and threads
+#include "tutti/bootstrap/tcp_store.hpp"
+#endif
 #include "tutti/core/collective.hpp"
 
 #include "tutti/transport/concepts.hpp"
