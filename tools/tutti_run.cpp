@@ -12,7 +12,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,7 +58,9 @@ constexpr std::string_view help_text =
     "  -h, --help         this text\n"
     "\n"
     "Rank k runs with TUTTI_RANK=k TUTTI_WORLD_SIZE=N TUTTI_LOCAL_RANK=k TUTTI_LOCAL_SIZE=N\n"
-    "TUTTI_JOB_ID=ID added to the environment. Its stdout and stderr go to tutti-run's stdout and\n"
+    "TUTTI_JOB_ID=ID added to the environment, and, unless already set, TUTTI_JOB_KEY (a fresh\n"
+    "random key, for the tcp_store's authentication) and TUTTI_STORE_ADDR=127.0.0.1:PORT (a free\n"
+    "port). Its stdout and stderr go to tutti-run's stdout and\n"
     "stderr a whole line at a time (lines over 64 KiB in pieces), prefixed \"[rank k] \"; a last\n"
     "line without newline gets one. Rank 0 reads tutti-run's stdin unless that is a terminal;\n"
     "every other rank reads /dev/null.\n"
@@ -170,6 +175,44 @@ std::string fresh_job_id() {
   std::snprintf(buf, sizeof buf, "j%08x%016llx", static_cast<unsigned>(::getpid()),
                 static_cast<unsigned long long>(bits));
   return buf;
+}
+
+//! 32 bytes from the kernel's CSPRNG as 64 hex digits: the job key (TUTTI_JOB_KEY) that ranks prove
+//! to the tcp_store. Empty when getrandom fails (then no key is set and a store says what is missing).
+std::string fresh_job_key() {
+  unsigned char bytes[32];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return {};
+    got += static_cast<std::size_t>(n);
+  }
+  std::string hex;
+  for (unsigned char b : bytes) {
+    hex += "0123456789abcdef"[b >> 4];
+    hex += "0123456789abcdef"[b & 15];
+  }
+  explicit_bzero(bytes, sizeof bytes);
+  return hex;
+}
+
+//! A TCP port on 127.0.0.1 that nothing listens on now, for rank 0's store (TUTTI_STORE_ADDR);
+//! 0 when none can be had. Another process may take it before rank 0 binds it: rank 0 then fails
+//! naming the address, and the user can set TUTTI_STORE_ADDR themselves.
+std::uint16_t free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  std::uint16_t port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
 }
 
 options parse_command_line(int argc, char** argv) {
@@ -342,11 +385,23 @@ class job {
         return entry.starts_with(p) && (p != "TUTTI_NODE_ID=" || opt_.ranks_per_node > 0);
       });
     };
+    bool have_key = false, have_store = false;
     for (char** e = environ; e && *e; ++e) {
       const std::string_view entry = *e;
+      have_key |= entry.starts_with("TUTTI_JOB_KEY=") || entry.starts_with("TUTTI_JOB_KEY_FILE=");
+      have_store |= entry.starts_with("TUTTI_STORE_ADDR=");
       if (!set_by_us(entry))
         environment_.push_back(*e);
     }
+    // What a multi-host transport's store needs, so that it also runs under tutti-run on one
+    // host: a fresh key per launch (in the ranks' environment only, never printed) and rank 0's
+    // address. A user's own TUTTI_JOB_KEY(_FILE) or TUTTI_STORE_ADDR is kept.
+    if (!have_key)
+      if (auto key = fresh_job_key(); !key.empty()) shared_.push_back("TUTTI_JOB_KEY=" + key);
+    if (!have_store)
+      if (const auto port = free_loopback_port(); port != 0)
+        shared_.push_back("TUTTI_STORE_ADDR=127.0.0.1:" + std::to_string(port));
+    for (auto& s : shared_) environment_.push_back(s.data());
   }
 
   int run() {
@@ -665,6 +720,7 @@ class job {
 
   options opt_;
   std::vector<rank_state> ranks_;
+  std::vector<std::string> shared_;  //!< TUTTI_JOB_KEY, TUTTI_STORE_ADDR when we chose them
   std::vector<char*> environment_;  //!< ours, minus the TUTTI_* variables we set per rank
   std::unordered_map<pid_t, int> by_pid_;
   int running_ = 0;

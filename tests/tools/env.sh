@@ -45,3 +45,22 @@ done
 # Without it, TUTTI_NODE_ID passes through untouched (the user's own node override).
 TUTTI_NODE_ID=mine launch own_node -n 1 sh -c "$print_node"
 grep -qxF "[rank 0] 0 mine 0 1" "$tmp/own_node.out" || fail "TUTTI_NODE_ID not passed through"
+
+# The store's key and address: one fresh 64-hex-digit key and one 127.0.0.1 port shared by every
+# rank, different per launch, never printed by tutti-run itself; a user's own values are kept.
+print_store='echo "$TUTTI_JOB_KEY $TUTTI_STORE_ADDR"'
+env -u TUTTI_JOB_KEY -u TUTTI_JOB_KEY_FILE -u TUTTI_STORE_ADDR "$run" -n 2 sh -c "$print_store" \
+  >"$tmp/store1.out" 2>&1 || fail "store variables: launch failed"
+env -u TUTTI_JOB_KEY -u TUTTI_JOB_KEY_FILE -u TUTTI_STORE_ADDR "$run" -n 1 sh -c "$print_store" \
+  >"$tmp/store2.out" 2>&1 || fail "store variables: second launch failed"
+[[ $(sed 's/^\[rank [0-9]\] //' "$tmp/store1.out" | sort -u | wc -l) == 1 ]] || fail "ranks saw different keys or addresses"
+read -r key addr < <(sed 's/^\[rank 0\] //' "$tmp/store1.out" | head -1)
+[[ $key =~ ^[0-9a-f]{64}$ ]] || fail "TUTTI_JOB_KEY '$key' is not 64 hex digits"
+[[ $addr =~ ^127\.0\.0\.1:[0-9]+$ ]] || fail "TUTTI_STORE_ADDR '$addr' is not 127.0.0.1:port"
+read -r key2 _ < <(sed 's/^\[rank 0\] //' "$tmp/store2.out")
+[[ $key != "$key2" ]] || fail "two launches got the same job key"
+TUTTI_JOB_KEY=users-own-key-0123456789 TUTTI_STORE_ADDR=10.1.2.3:4567 "$run" -n 1 sh -c "$print_store" \
+  >"$tmp/store3.out" 2>&1 || fail "store variables: third launch failed"
+grep -qxF "[rank 0] users-own-key-0123456789 10.1.2.3:4567" "$tmp/store3.out" || fail "the user's key or address was replaced"
+TUTTI_JOB_KEY_FILE=/some/file "$run" -n 1 sh -c 'echo "[$TUTTI_JOB_KEY]"' >"$tmp/store4.out" 2>&1
+grep -qxF "[rank 0] []" "$tmp/store4.out" || fail "a key was generated although TUTTI_JOB_KEY_FILE is set"
