@@ -1,5 +1,7 @@
 //! @file launched_world.hpp  Test setup: this process is one rank of a job started by a launcher
-//! (tutti-run, mpirun), over transport::shm. The suite runs once, at the launched world size.
+//! (tutti-run, mpirun, or a script playing torchrun), over transport::shm or any Transport with a
+//! from_env() (transport::multi_node across network namespaces). The suite runs once, at the
+//! launched world size.
 #pragma once
 #include <vector>
 
@@ -9,10 +11,10 @@
 
 namespace tutti::testing {
 
-template <class Algorithm>
+template <class Algorithm, class Transport = transport::shm>
 struct launched_world {
-  using communicator_type = communicator<transport::shm, Algorithm>;
-  static constexpr const char* name = "shm (launched)";
+  using communicator_type = communicator<Transport, Algorithm>;
+  static constexpr const char* name = Transport::name;
   static std::vector<int> world_sizes() { return {rank_info_from_env().world_size}; }
 
   //! Every test case makes its own communicator: the segments of the last one are already unlinked.
