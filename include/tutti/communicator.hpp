@@ -19,6 +19,7 @@
 #include <ranges>
 #include <span>
 #include <string>
+#include <utility>
 #include <type_traits>
 #include <vector>
 
@@ -403,8 +404,9 @@ class communicator {
     } catch (const invalid_argument&) {
       throw;
     } catch (const peer_lost& e) {
-      fail(d, e.what());
-      throw peer_lost(e.peer(), where(d) + during + e.what());
+      const auto [peer, what] = first_loss(e);  // before fail(): our abort is what peers see next
+      fail(d, what.c_str());
+      throw peer_lost(peer, where(d) + during + what);
     } catch (const timeout& e) {
       fail(d, e.what());
       throw timeout(where(d) + during + e.what());
@@ -412,6 +414,18 @@ class communicator {
       fail(d, e.what());
       throw transport_error(where(d) + during + e.what());
     }
+  }
+
+  //! Which rank was lost first. A rank that sees a peer die aborts, and the ranks waiting on it
+  //! then see *it* vanish: without help each would blame its own neighbour. A transport that can
+  //! record the first loss job-wide (multi_node, through its store) says who it really was.
+  std::pair<int, std::string> first_loss(const peer_lost& e) {
+    if constexpr (requires(transport_type& t, int p, const std::string& w) {
+                    { t.first_loss(p, w) } -> std::same_as<std::pair<int, std::string>>;
+                  })
+      return transport_->first_loss(e.peer(), e.what());
+    else
+      return {e.peer(), e.what()};
   }
 
   void fail(const collective_descriptor& d, const char* what) {
