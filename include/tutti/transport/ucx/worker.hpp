@@ -1,0 +1,99 @@
+//! @file worker.hpp  The UCP context and worker one rank owns, endpoint helpers and status wording.
+#pragma once
+#include <ucp/api/ucp.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tutti/core/error.hpp"
+
+namespace tutti::transport::ucx_detail {
+
+inline std::string rank_text(int rank) { return "rank " + std::to_string(rank); }
+
+//! "Connection reset by remote peer (UCS_ERR_CONNECTION_RESET)": UCX's words and the code to grep for.
+inline std::string status_text(ucs_status_t s) {
+  return std::string(ucs_status_string(s)) + " (UCS status " + std::to_string(static_cast<int>(s)) + ")";
+}
+
+[[noreturn]] inline void fail(int rank, const std::string& call, ucs_status_t s) {
+  throw transport_error(rank_text(rank) + ": transport::ucx: " + call + " failed: " + status_text(s));
+}
+
+//! Statuses with which UCX fails an operation or an endpoint because the remote process is gone,
+//! unreachable or stopped answering: the caller sees these as tutti::peer_lost.
+inline bool is_peer_failure(ucs_status_t s) noexcept {
+  switch (s) {
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_NOT_CONNECTED:
+    case UCS_ERR_REJECTED:
+    case UCS_ERR_IO_ERROR:
+    case UCS_ERR_TIMED_OUT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+//! One UCP context and one worker, tag matching only, used by one thread (thread mode SINGLE:
+//! tutti drives progress from the waiting thread, so UCX needs no locks). Moves are not needed:
+//! the transport owns exactly one, for its whole life.
+class worker {
+ public:
+  worker(int rank, std::size_t estimated_endpoints) : rank_(rank) {
+    ucp_config_t* config = nullptr;  // reads UCX_* from the environment (UCX_TLS, UCX_NET_DEVICES, ...)
+    if (const ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) fail(rank, "ucp_config_read", s);
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+    params.features = UCP_FEATURE_TAG;
+    params.mt_workers_shared = 0;
+    params.estimated_num_eps = estimated_endpoints;
+    const ucs_status_t s = ucp_init(&params, config, &context_);
+    ucp_config_release(config);
+    if (s != UCS_OK) fail(rank, "ucp_init", s);
+
+    ucp_worker_params_t wparams{};
+    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    if (const ucs_status_t ws = ucp_worker_create(context_, &wparams, &worker_); ws != UCS_OK) {
+      ucp_cleanup(context_);
+      fail(rank, "ucp_worker_create", ws);
+    }
+  }
+  worker(const worker&) = delete;
+  worker& operator=(const worker&) = delete;
+  ~worker() { destroy(); }
+
+  //! Destroys the worker (and with it every endpoint still open) and the context. Idempotent.
+  void destroy() noexcept {
+    if (worker_) ucp_worker_destroy(std::exchange(worker_, nullptr));
+    if (context_) ucp_cleanup(std::exchange(context_, nullptr));
+  }
+
+  [[nodiscard]] ucp_worker_h get() const noexcept { return worker_; }
+  //! Drives UCX; returns how many events it handled (0: nothing happened).
+  unsigned progress() noexcept { return worker_ ? ucp_worker_progress(worker_) : 0; }
+
+  //! This worker's address, as bytes a peer passes to ucp_ep_create.
+  [[nodiscard]] std::vector<unsigned char> address() const {
+    ucp_address_t* addr = nullptr;
+    std::size_t len = 0;
+    if (const ucs_status_t s = ucp_worker_get_address(worker_, &addr, &len); s != UCS_OK)
+      fail(rank_, "ucp_worker_get_address", s);
+    const auto* p = reinterpret_cast<const unsigned char*>(addr);
+    std::vector<unsigned char> out(p, p + len);
+    ucp_worker_release_address(worker_, addr);
+    return out;
+  }
+
+ private:
+  int rank_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+};
+
+}  // namespace tutti::transport::ucx_detail
