@@ -239,7 +239,8 @@ TEST_CASE("ucx: a rank killed mid-collective is reported as peer_lost naming it,
     tutti::communicator<ucx, tutti::algorithm::ring> comm(std::make_unique<ucx>(info.rank, world, store, "kill"));
     std::vector<float> v(1 << 18, 1.0f);
     for (int i = 0; i < 10000; ++i) {
-      if (info.rank == 2 && i == 3) ::raise(SIGKILL);
+      // A few collectives in, rank 2 dies 10 ms later: most likely in the middle of the next one.
+      if (info.rank == 2 && i == 3) std::thread([] { std::this_thread::sleep_for(10ms); ::raise(SIGKILL); }).detach();
       const auto t0 = clock_type::now();
       try {
         comm.allreduce(v, tutti::op::sum);

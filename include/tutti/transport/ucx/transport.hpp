@@ -112,7 +112,6 @@ class ucx {
         world_(world_size),
         prefix_(std::move(key_prefix)),
         options_(options),
-        worker_(rank, static_cast<std::size_t>(world_size)),
         eps_(static_cast<std::size_t>(world_size), nullptr),
         slots_(std::make_unique<peer_slot[]>(static_cast<std::size_t>(world_size))),
         lost_(static_cast<std::size_t>(world_size), UCS_OK),
@@ -122,7 +121,8 @@ class ucx {
         set_([&store](const std::string& k, bootstrap::store_bytes v) { store.set(k, std::move(v)); }),
         get_([&store](const std::string& k, deadline until) { return store.get(k, until); }),
         add_([&store](const std::string& k, std::int64_t d) { return store.add(k, d); }),
-        check_([&store](const std::string& k) { return store.check(k); }) {
+        check_([&store](const std::string& k) { return store.check(k); }),
+        worker_(rank, static_cast<std::size_t>(world_size)) {
     free_.reserve(max_outstanding);
     for (std::size_t i = max_outstanding; i-- > 0;) {
       ops_[i].free_list = &free_;
@@ -304,15 +304,8 @@ class ucx {
         }
       }
       slots_[static_cast<std::size_t>(p)] = peer_slot{this, p};
-      ucp_ep_params_t ep{};
-      ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
-      ep.address = reinterpret_cast<const ucp_address_t*>(theirs.data());
-      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-      ep.err_handler.cb = &ucx::on_endpoint_error;
-      ep.err_handler.arg = &slots_[static_cast<std::size_t>(p)];
-      if (const ucs_status_t s = ucp_ep_create(worker_.get(), &ep, &eps_[static_cast<std::size_t>(p)]); s != UCS_OK)
-        ucx_detail::fail(rank_, "ucp_ep_create to rank " + std::to_string(p), s);
+      eps_[static_cast<std::size_t>(p)] =
+          worker_.connect(p, theirs, &ucx::on_endpoint_error, &slots_[static_cast<std::size_t>(p)]);
     }
   }
 
@@ -352,11 +345,7 @@ class ucx {
   void close_endpoint(int p, std::uint32_t flags) noexcept {
     ucp_ep_h ep = std::exchange(eps_[static_cast<std::size_t>(p)], nullptr);
     if (!ep) return;
-    ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = flags;
-    const ucs_status_ptr_t sp = ucp_ep_close_nbx(ep, &param);
-    if (UCS_PTR_IS_PTR(sp)) closing_.push_back(sp);
+    if (void* r = ucx_detail::worker::close(ep, flags)) closing_.push_back(r);
   }
 
   void reap_closes() noexcept {
@@ -522,7 +511,6 @@ class ucx {
   int world_;
   std::string prefix_;
   ucx_options options_;
-  ucx_detail::worker worker_;
   std::vector<ucp_ep_h> eps_;                 //!< null once closed
   std::unique_ptr<peer_slot[]> slots_;        //!< error handlers' arguments: stable addresses
   std::vector<ucs_status_t> lost_;            //!< UCS_OK while the peer is fine, else why it was lost
@@ -539,6 +527,8 @@ class ucx {
   std::function<bootstrap::store_bytes(const std::string&, deadline)> get_;
   std::function<std::int64_t(const std::string&, std::int64_t)> add_;
   std::function<bool(const std::string&)> check_;
+  // Last: built after, and destroyed before, everything UCX's callbacks may touch.
+  ucx_detail::worker worker_;
 };
 
 static_assert(transport_policy<ucx>, "transport::ucx must satisfy tutti::transport_policy");

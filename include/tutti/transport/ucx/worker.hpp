@@ -1,4 +1,4 @@
-//! @file worker.hpp  The UCP context and worker one rank owns, endpoint helpers and status wording.
+//! @file worker.hpp  The UCP context and worker one rank owns, its endpoints, and UCX status wording.
 #pragma once
 #include <ucp/api/ucp.h>
 
@@ -77,6 +77,33 @@ class worker {
   [[nodiscard]] ucp_worker_h get() const noexcept { return worker_; }
   //! Drives UCX; returns how many events it handled (0: nothing happened).
   unsigned progress() noexcept { return worker_ ? ucp_worker_progress(worker_) : 0; }
+
+  //! An endpoint to the worker at `address` (bytes from its address()), with peer error handling:
+  //! when the connection breaks UCX fails its operations and calls on_error(arg, ep, status).
+  [[nodiscard]] ucp_ep_h connect(int peer, const std::vector<unsigned char>& address, ucp_err_handler_cb_t on_error,
+                                 void* arg) {
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.address = reinterpret_cast<const ucp_address_t*>(address.data());
+    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_handler.cb = on_error;
+    params.err_handler.arg = arg;
+    ucp_ep_h ep = nullptr;
+    if (const ucs_status_t s = ucp_ep_create(worker_, &params, &ep); s != UCS_OK)
+      fail(rank_, "ucp_ep_create to rank " + std::to_string(peer), s);
+    return ep;
+  }
+
+  //! Starts closing `ep` (flushing it first unless `flags` has UCP_EP_CLOSE_FLAG_FORCE); returns
+  //! the request to poll until it completes, or null when it closed at once.
+  static void* close(ucp_ep_h ep, std::uint32_t flags) noexcept {
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = flags;
+    const ucs_status_ptr_t sp = ucp_ep_close_nbx(ep, &param);
+    return UCS_PTR_IS_PTR(sp) ? sp : nullptr;
+  }
 
   //! This worker's address, as bytes a peer passes to ucp_ep_create.
   [[nodiscard]] std::vector<unsigned char> address() const {
