@@ -232,15 +232,19 @@ TEST_CASE("ucx: a message of another size than the receive posted fails on the r
   CHECK(contains(out[1], stem + "3 posted 100 bytes but rank 0 sent 10 bytes"));
 }
 
-TEST_CASE("ucx: a rank killed mid-collective is reported as peer_lost naming it, well before the timeout") {
+namespace {
+
+//! Three ranks run allreduce in a loop until `victim` is SIGKILLed, 10 ms after its third one
+//! (most likely in the middle of the next). Reports "peer=<p> seconds=<time of the failing call> what".
+std::vector<std::string> kill_during_allreduce(int victim) {
   static constexpr int world = 3;
-  const auto out = reports(world, [](const rank_info& info, tcp_store& store) -> std::string {
-    ::setenv("TUTTI_TIMEOUT", "60", 1);
+  return reports(world, [victim](const rank_info& info, tcp_store& store) -> std::string {
+    ::setenv("TUTTI_TIMEOUT", "60", 1);  // a loss must be reported long before this
     tutti::communicator<ucx, tutti::algorithm::ring> comm(std::make_unique<ucx>(info.rank, world, store, "kill"));
     std::vector<float> v(1 << 18, 1.0f);
     for (int i = 0; i < 10000; ++i) {
-      // A few collectives in, rank 2 dies 10 ms later: most likely in the middle of the next one.
-      if (info.rank == 2 && i == 3) std::thread([] { std::this_thread::sleep_for(10ms); ::raise(SIGKILL); }).detach();
+      if (info.rank == victim && i == 3)
+        std::thread([] { std::this_thread::sleep_for(10ms); ::raise(SIGKILL); }).detach();
       const auto t0 = clock_type::now();
       try {
         comm.allreduce(v, tutti::op::sum);
@@ -250,14 +254,34 @@ TEST_CASE("ucx: a rank killed mid-collective is reported as peer_lost naming it,
     }
     return "no error";
   });
-  CHECK(out[2] == "exit " + std::to_string(128 + SIGKILL));
-  for (int r = 0; r < 2; ++r) {
-    INFO("rank ", r, ": ", out[r]);
-    REQUIRE(contains(out[r], "peer=2 seconds="));
-    CHECK(std::stod(out[r].substr(out[r].find("seconds=") + 8)) < 5.0);
-    CHECK(contains(out[r], "rank 2"));
-    CHECK(contains(out[r], "allreduce"));
+}
+
+double reported_seconds(const std::string& report) { return std::stod(report.substr(report.find("seconds=") + 8)); }
+
+}  // namespace
+
+TEST_CASE("ucx: a rank killed mid-collective is reported as peer_lost naming it, well before the timeout") {
+  const auto t0 = clock_type::now();
+  SUBCASE("a rank that is not the store's server: every survivor names it") {
+    const auto out = kill_during_allreduce(2);
+    CHECK(out[2] == "exit " + std::to_string(128 + SIGKILL));
+    for (int r = 0; r < 2; ++r) {
+      INFO("rank ", r, ": ", out[r]);
+      REQUIRE(contains(out[r], "peer=2 seconds="));
+      CHECK(reported_seconds(out[r]) < 5.0);
+      CHECK(contains(out[r], "allreduce"));
+      CHECK(contains(out[r], "rank 2"));
+    }
   }
+  SUBCASE("rank 0, which serves the store: its neighbour names it, nobody waits on the dead store") {
+    const auto out = kill_during_allreduce(0);
+    CHECK(out[0] == "exit " + std::to_string(128 + SIGKILL));
+    INFO("rank 1: ", out[1], "\nrank 2: ", out[2]);
+    CHECK(contains(out[1], "peer=0 seconds="));  // rank 1 receives from rank 0 in the ring
+    REQUIRE(contains(out[2], "peer="));          // the store that names the first loss died with rank 0
+    for (int r = 1; r < 3; ++r) CHECK(reported_seconds(out[r]) < 5.0);
+  }
+  CHECK(seconds_since(t0) < 10.0);  // including the survivors' shutdown
 }
 
 TEST_CASE("ucx: waits that pass their deadline throw timeout naming rank, peer, tag, bytes and direction") {

@@ -232,6 +232,7 @@ class ucx {
       return {first, "rank " + std::to_string(first) + " was lost first (" + record.substr(space + 1) +
                          "); here that showed as: " + what};
     } catch (const std::exception&) {
+      store_failed_ = true;  // likely gone with the lost rank: the shutdown barrier will not wait on it
       return {peer, what};
     }
   }
@@ -381,7 +382,7 @@ class ucx {
   //! Waits (polling the store, progressing UCX meanwhile so peers' flushes to us complete) until
   //! every rank has closed its endpoints, someone abandoned the job, or the timeout passes.
   void shutdown_barrier() noexcept {
-    if (world_ == 1) return;
+    if (world_ == 1 || store_failed_) return;
     const std::string closed = key("closed"), abandoned = key("abandoned");
     try {
       if (aborted_ || any_peer_lost()) {
@@ -518,6 +519,7 @@ class ucx {
   std::vector<bool> stalled_;                 //!< a send to this peer timed out: flushing would wait for it
   bool losses_pending_ = false;
   bool aborted_ = false;
+  bool store_failed_ = false;                 //!< a store operation failed after a loss: skip the barrier
   unsigned spin_ = 1000;
   std::vector<void*> closing_;                //!< endpoint close requests still in progress
   std::unique_ptr<ucx_detail::op_state[]> ops_;
