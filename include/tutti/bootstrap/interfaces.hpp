@@ -188,7 +188,7 @@ struct network_choice {
         text += " " + i.name + " " + i.address + "/" + std::to_string(i.prefix) +
                 (i.loopback ? " (loopback)" : i.is_virtual ? " (virtual)" : "") + ";";
     }
-    text += "\nconnect the hosts on one subnet, or set TUTTI_NET_IFACE to the interfaces that are";
+    text += "\nconnect the hosts on one subnet, or name the interfaces to use in TUTTI_NET_IFACE";
     throw invalid_argument(text);
   }
   return {best, by_subnet[best]};

@@ -92,7 +92,7 @@ class node_aware {
 
   [[nodiscard]] bool test(request& r) {
     if (r.on_node) {
-      if (intra_->test(r.near)) return true;
+      if (near_test(r.near)) return true;
       drive(*inter_);
     } else {
       if (inter_->test(r.far)) return true;
@@ -126,6 +126,20 @@ class node_aware {
     return map_.same_node(peer, rank_);
   }
   [[nodiscard]] int local(int peer) const noexcept { return map_.local_of[static_cast<std::size_t>(peer)]; }
+
+  //! Intra numbers the node's ranks by local index: a loss it reports names the job's rank.
+  bool near_test(typename Intra::request& r) {
+    try {
+      return intra_->test(r);
+    } catch (const peer_lost& e) {
+      const auto& node = map_.members[static_cast<std::size_t>(map_.node_of[static_cast<std::size_t>(rank_)])];
+      const int lost = e.peer() >= 0 && e.peer() < static_cast<int>(node.size()) ? node[static_cast<std::size_t>(e.peer())]
+                                                                                 : e.peer();
+      throw peer_lost(lost, "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost) +
+                                " on this node is lost (the node transport numbers it local rank " +
+                                std::to_string(e.peer()) + "): " + e.what());
+    }
+  }
 
   //! Moves the other side's queued operations along without waiting on any of them.
   template <class T>

@@ -1,0 +1,27 @@
+//! The conformance suite over transport::multi_node (shm inside a host, UCX between hosts), in
+//! processes on two "hosts" (network namespaces) started by launch.sh as torchrun or mpirun would.
+//! Each rank checks its own results; launch.sh fails the test if any rank fails.
+#include "support/conformance.hpp"
+#include "support/launched_world.hpp"
+#include <tutti/algorithm/automatic.hpp>
+#include <tutti/algorithm/direct.hpp>
+#include <tutti/algorithm/halving_doubling.hpp>
+#include <tutti/algorithm/hierarchical.hpp>
+#include <tutti/algorithm/ring.hpp>
+#include <tutti/transport/multi_node.hpp>
+
+namespace {
+template <class Algorithm>
+using across = tutti::testing::launched_world<Algorithm, tutti::transport::multi_node>;
+using ring_world = across<tutti::algorithm::ring>;
+using hd_world = across<tutti::algorithm::halving_doubling>;
+using nodes_world = across<tutti::algorithm::hierarchical<tutti::algorithm::direct, tutti::algorithm::ring>>;
+using automatic_world = across<tutti::algorithm::automatic>;
+}  // namespace
+
+TEST_CASE_TEMPLATE_INVOKE(allreduce_conformance, ring_world, hd_world, nodes_world, automatic_world);
+TEST_CASE_TEMPLATE_INVOKE(reduce_scatter_conformance, ring_world, nodes_world);
+TEST_CASE_TEMPLATE_INVOKE(allgather_conformance, ring_world, nodes_world);
+TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, ring_world);
+TEST_CASE_TEMPLATE_INVOKE(alltoall_conformance, ring_world);
+TEST_CASE_TEMPLATE_INVOKE(barrier_conformance, ring_world);

@@ -1,0 +1,39 @@
+//! Failures across hosts, run by launch.sh (scenario `kill`): the rank named by TUTTI_TEST_VICTIM
+//! dies by SIGKILL after a first allreduce; every other rank must get tutti::peer_lost (not a
+//! timeout) within seconds. Each survivor must blame the victim (peer()), not a
+//! rank that aborted because of it; what it was told is printed for launch.sh.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include <tutti/algorithm/ring.hpp>
+#include <tutti/communicator.hpp>
+#include <tutti/transport/multi_node.hpp>
+
+TEST_CASE("multi_node failure: a rank killed mid-run is reported as lost on every other rank") {
+  const auto victim = tutti::config::raw("TUTTI_TEST_VICTIM");
+  REQUIRE_MESSAGE(victim.has_value(), "set TUTTI_TEST_VICTIM (launch.sh kill does)");
+  auto comm = tutti::communicator<tutti::transport::multi_node, tutti::algorithm::ring>::from_env();
+  std::vector<float> grads(1 << 18, 1.0f);
+  comm.allreduce(grads, tutti::op::sum);
+  CHECK(grads[0] == float(comm.size()));
+  if (comm.rank() == std::stoi(*victim)) ::raise(SIGKILL);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string told;
+  int blamed = -1;
+  try {
+    for (int i = 0; i < 100000; ++i) comm.allreduce(grads, tutti::op::sum);
+  } catch (const tutti::peer_lost& e) {
+    told = e.what();
+    blamed = e.peer();
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("survivor rank %d: peer_lost after %.2f s: %s\n", comm.rank(), took, told.c_str());
+  std::fflush(stdout);
+  CHECK(!told.empty());
+  CHECK(blamed == std::stoi(*victim));  // the victim, not the neighbour that aborted after seeing it
+  CHECK(took < 10.0);  // TUTTI_TIMEOUT is 20 s in the tests: a timeout would be too late
+}

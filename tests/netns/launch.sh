@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Multi-host scenarios on one machine: 2 hosts (network namespaces, lib.sh) of 2 ranks each.
+#   launch.sh SCENARIO TESTS_EXE [MPIRUN]
+# Scenarios:
+#   torchrun   the conformance suite, ranks started with torchrun's variables (RANK, WORLD_SIZE,
+#              LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and a TUTTI_JOB_KEY
+#   mpirun     the same ranks started by Open MPI's mpirun from host 0, reaching host 1 through an
+#              rsh agent that enters its namespace; ranks from OMPI_COMM_WORLD_*, the store's
+#              address and key passed with -x (PMIx rendezvous: not built yet)
+#   iface      the network both hosts share (eth1) is chosen over the decoy eth0 and logged;
+#              TUTTI_NET_IFACE=^eth1 leaves nothing shared: the error lists every host's interfaces
+#   wrong_key  a rank with another TUTTI_JOB_KEY is refused by the store, saying so
+#   kill       rank 3 is SIGKILLed after a first allreduce; every survivor reports peer_lost
+# Every rank runs under `timeout`, and lib.sh removes the namespaces whatever happens.
+source "$(dirname "$0")/lib.sh"
+scenario=${1:?scenario}
+exe=${2:?tests executable}
+mpirun=${3:-}
+per_rank_limit=${TUTTI_NETNS_RANK_LIMIT:-240}
+export TUTTI_TIMEOUT=${TUTTI_TIMEOUT:-20}
+
+netns_hosts 2
+key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+
+# start_rank R HOST EXTRA_ENV... -- ARGS...: rank R of 4 on HOST, torchrun style, in the background.
+pids=()
+start_rank() {
+  local r=$1 k=$2; shift 2
+  local extra=()
+  while [[ $1 != -- ]]; do extra+=("$1"); shift; done
+  shift
+  on_host "$k" env RANK="$r" WORLD_SIZE=4 LOCAL_RANK=$((r % 2)) LOCAL_WORLD_SIZE=2 \
+    MASTER_ADDR=10.213.1.1 MASTER_PORT=29500 TUTTI_JOB_KEY="$key" "${extra[@]}" \
+    timeout "$per_rank_limit" "$exe" "$@" >"$netns_tmp/rank$r.log" 2>&1 &
+  pids[$r]=$!
+}
+# wait_ranks: fills status[r] with each rank's exit status.
+status=()
+wait_ranks() {
+  local r
+  for r in "${!pids[@]}"; do
+    status[$r]=0
+    wait "${pids[$r]}" || status[$r]=$?
+  done
+}
+all_ranks() { local e; for r in 0 1 2 3; do start_rank "$r" $((r / 2)) "$@"; done; }
+
+case $scenario in
+  torchrun)
+    all_ranks -- --test-case='*matches the reference*'
+    wait_ranks
+    for r in 0 1 2 3; do
+      [[ ${status[$r]} == 0 ]] || fail "torchrun: rank $r exited ${status[$r]}"
+      grep -q "Status: SUCCESS" "$netns_tmp/rank$r.log" || fail "torchrun: rank $r did not report success"
+      grep -qE "test cases: +0 [|]" "$netns_tmp/rank$r.log" && fail "torchrun: rank $r ran no test case"
+    done
+    ;;
+  iface)
+    all_ranks TUTTI_LOG=info -- --test-case='allreduce*<*algorithm::ring? tutti::transport*'
+    wait_ranks
+    for r in 0 1 2 3; do [[ ${status[$r]} == 0 ]] || fail "iface: rank $r exited ${status[$r]}"; done
+    grep -E "eth1" "$netns_tmp/rank0.log" | grep -q "10.213.1." || fail "iface: rank 0 did not log eth1 (10.213.1.0/24) as the network"
+    grep -q "eth0" <(grep -i "network" "$netns_tmp/rank0.log") && fail "iface: the decoy eth0 was chosen"
+    pids=()
+    all_ranks TUTTI_NET_IFACE=^eth1 -- --test-case='allreduce*<*algorithm::ring? tutti::transport*'
+    wait_ranks
+    for r in 0 1 2 3; do [[ ${status[$r]} != 0 ]] || fail "iface: rank $r succeeded with eth1 excluded"; done
+    for want in h0 h1 10.213.10.1 10.213.11.1 TUTTI_NET_IFACE; do
+      grep -q "$want" "$netns_tmp/rank0.log" || fail "iface: the error on rank 0 does not mention $want"
+    done
+    ;;
+  wrong_key)
+    export TUTTI_TIMEOUT=8  # ranks 0-2 wait for rank 3 until then
+    for r in 0 1 2; do start_rank "$r" $((r / 2)) -- --test-case='allreduce*<*algorithm::ring? tutti::transport*'; done
+    start_rank 3 1 TUTTI_JOB_KEY=another-jobs-key-0123456789abcdef -- --test-case='allreduce*<*algorithm::ring? tutti::transport*'
+    wait_ranks
+    [[ ${status[3]} != 0 ]] || fail "wrong_key: rank 3 joined with another key"
+    grep -q "authentication with the tcp_store at 10.213.1.1:29500 failed" "$netns_tmp/rank3.log" ||
+      fail "wrong_key: rank 3's error does not say its authentication failed"
+    grep -q "authentication failed" "$netns_tmp/rank0.log" || fail "wrong_key: the server (rank 0) did not log the refused client"
+    grep -q "another-jobs-key\|$key" "$netns_tmp"/rank*.log && fail "wrong_key: a key was printed"
+    ;;
+  kill)
+    all_ranks TUTTI_TEST_VICTIM=3 -- --test-case='*failure*'
+    wait_ranks
+    [[ ${status[3]} == 137 ]] || fail "kill: rank 3 exited ${status[3]}, expected 137 (SIGKILL)"
+    for r in 0 1 2; do
+      grep -q "survivor rank $r: peer_lost after" "$netns_tmp/rank$r.log" || fail "kill: rank $r did not report peer_lost"
+      [[ ${status[$r]} == 0 ]] || fail "kill: survivor rank $r exited ${status[$r]} (its checks failed)"
+    done
+    grep -q "rank 3" <(grep -h "survivor rank" "$netns_tmp"/rank[012].log) || fail "kill: no survivor named rank 3"
+    ;;
+  mpirun)
+    [[ -n $mpirun && -x $mpirun ]] || skip "mpirun.openmpi not found"
+    agent=$netns_tmp/agent.sh
+    # Open MPI's rsh agent: "agent [options] HOST COMMAND...": COMMAND runs on HOST's namespace.
+    cat >"$agent" <<AGENT
+#!/bin/bash
+while [[ \$1 == -* ]]; do shift; done
+host=\$1; shift
+exec ip netns exec "${netns_tag}\$host" unshare --uts sh -c 'hostname "\$0"; eval "\$1"' "\$host" "\$*"
+AGENT
+    chmod +x "$agent"
+    # The store's address and key travel as mpirun -x variables (the PMIx rendezvous is not built).
+    on_host 0 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TUTTI_TIMEOUT="$TUTTI_TIMEOUT" \
+      TUTTI_STORE_ADDR=10.213.1.1:29500 TUTTI_JOB_KEY="$key" \
+      timeout "$per_rank_limit" "$mpirun" --host h0:2,h1:2 -np 4 --bind-to none \
+      --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include eth1 --mca btl self,tcp \
+      -x TUTTI_TIMEOUT -x TUTTI_STORE_ADDR -x TUTTI_JOB_KEY "$exe" --no-colors=true --test-case='allreduce*algorithm::ring? tutti::transport*,allgather*algorithm::ring? tutti::transport*' \
+      >"$netns_tmp/mpirun.log" 2>&1 || fail "mpirun: the job failed"
+    [[ $(grep -c "Status: SUCCESS" "$netns_tmp/mpirun.log") == 4 ]] || fail "mpirun: not every rank reported success"
+    grep -qE "test cases: +0 [|]" "$netns_tmp/mpirun.log" && fail "mpirun: a rank ran no test case"
+    ;;
+  *) echo "unknown scenario '$scenario'" >&2; exit 2 ;;
+esac
+echo "netns $scenario: passed"
