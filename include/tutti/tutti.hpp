@@ -31,6 +31,10 @@
 #include "tutti/transport/inproc.hpp"
 #include "tutti/transport/node_aware.hpp"
 #include "tutti/transport/shm.hpp"
+#if defined(TUTTI_HAVE_UCX) && defined(TUTTI_HAVE_NET)  // tutti::ucx and tutti::net
+#include "tutti/transport/multi_node.hpp"
+#include "tutti/transport/ucx.hpp"
+#endif
 
 #include "tutti/algorithm/concepts.hpp"
 #include "tutti/algorithm/alltoall.hpp"
