@@ -15,6 +15,9 @@
 #include <tutti/algorithm/halving_doubling.hpp>
 #include <tutti/algorithm/hierarchical.hpp>
 #include <tutti/algorithm/tree.hpp>
+#if defined(TUTTI_HAVE_UCX) && defined(TUTTI_HAVE_NET)
+#include <tutti/transport/multi_node.hpp>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -481,6 +484,50 @@ int run_shm(options o) {
   }
 }
 
+#if defined(TUTTI_HAVE_UCX) && defined(TUTTI_HAVE_NET)
+using multi_node = tutti::transport::multi_node;
+
+//! -T multi_node: this process is one rank of a job across hosts (multi_node.hpp says how it finds
+//! the others). Like -T shm, every rank runs the sweep and rank 0 prints.
+template <class Algorithm>
+int run_multi_node(options o) {
+  using comm_t = tutti::communicator<multi_node, Algorithm>;
+  require_collective<Algorithm, multi_node>(o);
+  const tutti::rank_info info = tutti::rank_info_from_env();
+  if (o.ranks_given && o.ranks != info.world_size)
+    throw usage_error{"-t " + std::to_string(o.ranks) + ": with -T multi_node every process is one rank and the "
+                      "launcher (" + info.launcher + ") started " + std::to_string(info.world_size)};
+  o.ranks = info.world_size;
+  check_root(o, "the launcher's world size");
+  const auto copt = tutti::communicator_options::from_env();
+  const auto sizes = sizes_of(o);
+  const bool leader = info.rank == 0;
+  try {
+    comm_t comm(multi_node::from_env(), copt);
+    const double membw = leader && o.membw ? memcpy_bandwidth_gbs() : 0.0;
+    if (leader) {
+      header_info h{multi_node::name, "processes", o.algorithm, copt, membw, {}};
+      const auto& nodes = comm.transport().nodes();
+      h.notes.push_back("launcher " + info.launcher + "  job " + info.job_id);
+      h.notes.push_back("nodes: " + std::to_string(nodes.nodes()) + " (" + std::to_string(nodes.members[0].size()) +
+                        " ranks on rank 0's); shm inside a node, UCX between nodes");
+      h.notes.push_back("UCX: UCX_TLS=" + tutti::config::raw("UCX_TLS").value_or("(UCX's default)") +
+                        "  UCX_NET_DEVICES=" + tutti::config::raw("UCX_NET_DEVICES").value_or("(all)"));
+      print_header(o, h);
+    }
+    comm_adapter<comm_t> adapter(comm);
+    rank_bench bench(adapter, o, sizes.back(), membw);
+    bench.run(sizes);
+    if (leader) print_footer(bench.totals());
+    comm.barrier();  // as in run_shm: nobody leaves before rank 0 has printed
+    return bench.totals().wrong == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tutti-bench: rank %d failed: %s\n", info.rank, e.what());
+    return 1;
+  }
+}
+#endif
+
 struct runner {
   transport_kind transport;
   std::string_view algorithm;
@@ -513,6 +560,14 @@ constexpr runner runners[] = {
     {transport_kind::shm, "hierarchical", &run_shm<hierarchical_ring>},
     {transport_kind::shm, "hierarchical_hd", &run_shm<hierarchical_hd>},
     {transport_kind::shm, "hierarchical_direct", &run_shm<hierarchical_direct>},
+#if defined(TUTTI_HAVE_UCX) && defined(TUTTI_HAVE_NET)
+    {transport_kind::multi_node, alg::ring::name, &run_multi_node<alg::ring>},
+    {transport_kind::multi_node, alg::automatic::name, &run_multi_node<alg::automatic>},
+    {transport_kind::multi_node, alg::tree::name, &run_multi_node<alg::tree>},
+    {transport_kind::multi_node, alg::halving_doubling::name, &run_multi_node<alg::halving_doubling>},
+    {transport_kind::multi_node, "hierarchical", &run_multi_node<hierarchical_ring>},
+    {transport_kind::multi_node, "hierarchical_direct", &run_multi_node<hierarchical_direct>},
+#endif
 };
 
 const runner& find_runner(const options& o) {

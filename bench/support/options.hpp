@@ -40,12 +40,13 @@ inline constexpr std::array<collective_info, 6> collectives = {{
 }};
 
 //! Who carries the bytes: threads of this process, or one process per rank started by a launcher.
-enum class transport_kind { inproc, shm };
+enum class transport_kind { inproc, shm, multi_node };
 
-inline constexpr std::array<transport_kind, 2> transports = {transport_kind::inproc, transport_kind::shm};
+inline constexpr std::array<transport_kind, 3> transports = {transport_kind::inproc, transport_kind::shm,
+                                                             transport_kind::multi_node};
 
 [[nodiscard]] constexpr std::string_view name_of(transport_kind t) noexcept {
-  return t == transport_kind::shm ? "shm" : "inproc";
+  return t == transport_kind::shm ? "shm" : t == transport_kind::multi_node ? "multi_node" : "inproc";
 }
 
 struct options {
@@ -87,7 +88,10 @@ inline void print_usage(std::FILE* f) {
                "  -o, --op OP             sum prod min max avg (default sum)\n"
                "  -T, --transport T       inproc: every rank a thread of this process (default);\n"
                "                          shm: this process is one rank of a job started by tutti-run\n"
-               "  -t, --ranks N           ranks: threads with -T inproc (default 2); with -T shm the\n"
+               "                          multi_node: one rank of a job across hosts (shm inside a host,\n"
+               "                          UCX between; started by tutti-run, torchrun's variables or mpirun;\n"
+               "                          only in builds with UCX and OpenSSL, see docs/multi-node.md)\n"
+               "  -t, --ranks N           ranks: threads with -T inproc (default 2); with -T shm or multi_node the\n"
                "                          launcher's world size (TUTTI_WORLD_SIZE), -t may only repeat it\n"
                "  -C, --collective C      allreduce reduce_scatter allgather broadcast reduce alltoall\n"
                "                          (default allreduce)\n"
@@ -110,7 +114,8 @@ inline void print_usage(std::FILE* f) {
                "for alltoall, one rank's whole send buffer), rounded down to whole elements per rank (per\n"
                "block for alltoall). With -T shm only rank 0 prints the table.\n"
                "Environment: TUTTI_CHUNK_BYTES, TUTTI_CHECK, TUTTI_TIMEOUT, TUTTI_LOG; with -T shm also\n"
-               "TUTTI_SHM_SLOTS, TUTTI_SHM_SLOT_BYTES, TUTTI_SHM_STAGE_BYTES, TUTTI_SHM_POOL_BYTES.\n"
+               "TUTTI_SHM_SLOTS, TUTTI_SHM_SLOT_BYTES, TUTTI_SHM_STAGE_BYTES, TUTTI_SHM_POOL_BYTES; with\n"
+               "-T multi_node also TUTTI_STORE_ADDR, TUTTI_JOB_KEY, TUTTI_NET_IFACE and UCX's own UCX_*.\n"
                "Exit status: 0 ok, 1 wrong results or a failed rank, 2 bad usage.\n");
 }
 
@@ -232,8 +237,9 @@ inline options parse(int argc, char** argv) {
   if (root_given && !o.coll->rooted)
     throw usage_error{"-r: " + std::string(o.coll->name) + " has no root (only broadcast and reduce do)"};
   if (o.ranks_per_node && o.transport != transport_kind::inproc)
-    throw usage_error{"-K: with -T shm the launcher places ranks on nodes: tutti-run --ranks-per-node " +
-                      std::to_string(o.ranks_per_node) + " -n N -- tutti-bench -T shm ..."};
+    throw usage_error{"-K: with -T " + std::string(name_of(o.transport)) +
+                      " the launcher places ranks on nodes (real hosts, or tutti-run --ranks-per-node " +
+                      std::to_string(o.ranks_per_node) + " -n N -- tutti-bench -T shm ...)"};
   return o;
 }
 
