@@ -16,6 +16,12 @@ int main() {
 #ifdef TUTTI_HAVE_CUDA
   backends += " cuda";
 #endif
+#ifdef TUTTI_HAVE_NET
+  backends += " net";
+#endif
+#ifdef TUTTI_HAVE_PMIX
+  backends += " pmix";
+#endif
   std::printf("tutti %s; backends:%s\n", tutti::version, backends.empty() ? " none" : backends.c_str());
 #ifdef EXPECTED_BACKENDS
   const std::string expected = EXPECTED_BACKENDS;
