@@ -5,8 +5,8 @@
 #   torchrun   the conformance suite, ranks started with torchrun's variables (RANK, WORLD_SIZE,
 #              LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and a TUTTI_JOB_KEY
 #   mpirun     the same ranks started by Open MPI's mpirun from host 0, reaching host 1 through an
-#              rsh agent that enters its namespace; ranks from OMPI_COMM_WORLD_*, the store's
-#              address and key passed with -x (PMIx rendezvous: not built yet)
+#              rsh agent that enters its namespace; ranks from OMPI_COMM_WORLD_*, and NO rendezvous
+#              variable: rank 0's store is found through PMIx (needs tutti::pmix; rank 0 logs it)
 #   iface      the network both hosts share (eth1) is chosen over the decoy eth0 and logged;
 #              TUTTI_NET_IFACE=^eth1 leaves nothing shared: the error lists every host's interfaces
 #   wrong_key  a rank with another TUTTI_JOB_KEY is refused by the store, saying so
@@ -101,15 +101,18 @@ host=\$1; shift
 exec ip netns exec "${netns_tag}\$host" unshare --uts sh -c 'hostname "\$0"; eval "\$1"' "\$host" "\$*"
 AGENT
     chmod +x "$agent"
-    # The store's address and key travel as mpirun -x variables (the PMIx rendezvous is not built).
-    on_host 0 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TUTTI_TIMEOUT="$TUTTI_TIMEOUT" \
-      TUTTI_STORE_ADDR=10.213.1.1:29500 TUTTI_JOB_KEY="$key" \
+    # No store address, no key: PMIx finds rank 0's store (bootstrap/pmix_rendezvous.hpp). Only the
+    # test's deadline and log level travel with -x; env -u makes sure nothing else leaks in.
+    on_host 0 env -u TUTTI_STORE_ADDR -u TUTTI_JOB_KEY -u TUTTI_JOB_KEY_FILE -u MASTER_ADDR -u MASTER_PORT \
+      OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TUTTI_TIMEOUT="$TUTTI_TIMEOUT" TUTTI_LOG=info \
       timeout "$per_rank_limit" "$mpirun" --host h0:2,h1:2 -np 4 --bind-to none \
       --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include eth1 --mca btl self,tcp \
-      -x TUTTI_TIMEOUT -x TUTTI_STORE_ADDR -x TUTTI_JOB_KEY "$exe" --no-colors=true --test-case='allreduce*algorithm::ring? tutti::transport*,allgather*algorithm::ring? tutti::transport*' \
+      -x TUTTI_TIMEOUT -x TUTTI_LOG "$exe" --no-colors=true --test-case='allreduce*algorithm::ring? tutti::transport*,allgather*algorithm::ring? tutti::transport*' \
       >"$netns_tmp/mpirun.log" 2>&1 || fail "mpirun: the job failed"
     [[ $(grep -c "Status: SUCCESS" "$netns_tmp/mpirun.log") == 4 ]] || fail "mpirun: not every rank reported success"
     grep -qE "test cases: +0 [|]" "$netns_tmp/mpirun.log" && fail "mpirun: a rank ran no test case"
+    grep -q "rendezvous through PMIx .*store at 10.213.1.1:[0-9]* on eth1" "$netns_tmp/mpirun.log" ||
+      fail "mpirun: rank 0 did not log its PMIx rendezvous on eth1"
     ;;
   *) echo "unknown scenario '$scenario'" >&2; exit 2 ;;
 esac

@@ -225,10 +225,13 @@ inline void apply_to_ucx(const network_choice& choice, const std::string& host_i
   if (it == choice.on.end()) return;
   std::string text = "network " + choice.subnet + ":";
   for (const auto& [host, i] : choice.on) text += " " + host + " " + i.name + " " + i.address + ";";
-  if (const char* user = std::getenv("UCX_NET_DEVICES"); user && *user) {
+  // What this process set itself earlier (an earlier transport) is not the user's choice.
+  static std::string set_here;
+  if (const char* user = std::getenv("UCX_NET_DEVICES"); user && *user && set_here != user) {
     if (rank == 0) log(log_level::info, rank, text + " UCX_NET_DEVICES=" + user + " kept (set by the user)");
     return;
   }
+  set_here = it->second.name;
   ::setenv("UCX_NET_DEVICES", it->second.name.c_str(), 1);
   if (rank == 0) log(log_level::info, rank, text + " (UCX_NET_DEVICES=" + it->second.name + " here)");
 }

@@ -3,9 +3,9 @@
 //! Where rank 0's tcp_store is and which key proves membership come from, in order:
 //!  1. TUTTI_STORE_ADDR=host:port or torchrun's MASTER_ADDR/MASTER_PORT, with TUTTI_JOB_KEY(_FILE)
 //!     (tutti-run sets all of them; under torchrun or by hand the user sets the key);
-//!  2. a job of one rank: a private store on loopback.
-//! (Not built yet: finding the store through PMIx under mpirun/srun without any variable; until
-//! then pass TUTTI_STORE_ADDR and TUTTI_JOB_KEY with mpirun -x. docs/multi-node.md.)
+//!  2. under mpirun or srun --mpi=pmix, with nothing set: PMIx (bootstrap/pmix_rendezvous.hpp;
+//!     in builds that link tutti::pmix, which defines TUTTI_HAVE_PMIX);
+//!  3. a job of one rank: a private store on loopback.
 //! Otherwise an invalid_argument says what to set.
 //!
 //! One store per process, however many transports: each transport takes its own key scope
@@ -16,6 +16,7 @@
 #include <openssl/rand.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -25,7 +26,10 @@
 #include "tutti/bootstrap/tcp_store.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/log.hpp"
-
+#ifdef TUTTI_HAVE_PMIX
+#include "tutti/bootstrap/pmix.hpp"
+#include "tutti/bootstrap/pmix_rendezvous.hpp"
+#endif
 
 namespace tutti::bootstrap {
 
@@ -53,6 +57,15 @@ namespace detail {
     auto opt = tcp_store_options::from_env(info.rank, server);
     return std::make_shared<tcp_store>(std::move(opt));
   }
+#ifdef TUTTI_HAVE_PMIX
+  if (info.world_size > 1 && pmix_present()) return store_through_pmix(info, fresh_job_key);
+  const char* pmix_hint = "";
+#else
+  const char* pmix_hint = std::getenv("PMIX_NAMESPACE")
+                              ? "; this launcher offers PMIx, which this build does not use: link tutti::pmix "
+                                "(libpmix-dev) and nothing needs setting"
+                              : "";
+#endif
   if (info.world_size == 1) {
     tcp_store_options opt;
     opt.rank = 0;
@@ -64,7 +77,8 @@ namespace detail {
   throw invalid_argument("rank " + std::to_string(info.rank) + " (launched by " + info.launcher +
                          "): a multi-host job needs a rendezvous store: set TUTTI_STORE_ADDR=host:port (rank 0's "
                          "host and a free port) or MASTER_ADDR and MASTER_PORT, and TUTTI_JOB_KEY on every rank; or "
-                         "start the job with tutti-run (under mpirun: mpirun -x TUTTI_STORE_ADDR -x TUTTI_JOB_KEY)");
+                         "start the job with tutti-run, or under mpirun or srun --mpi=pmix in a build with "
+                         "tutti::pmix" + std::string(pmix_hint));
 }
 
 struct job_store_state {
