@@ -1,4 +1,4 @@
-//! @file interfaces_test.cpp  bootstrap/interfaces.hpp: discovery here, the pure choice on made-up hosts, agreement.
+//! @file interfaces_test.cpp  bootstrap/interfaces.hpp and network_agreement.hpp: discovery, the pure choice, probed agreement.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -7,6 +7,7 @@
 
 #include "tutti/bootstrap/inproc_store.hpp"
 #include "tutti/bootstrap/interfaces.hpp"
+#include "tutti/bootstrap/network_agreement.hpp"
 
 namespace {
 using namespace tutti::bootstrap;
@@ -87,4 +88,48 @@ TEST_CASE("interfaces: ranks agree through a store (4 threads, one host) on loop
   for (auto& t : ranks) t.join();
   for (const auto& c : chosen) CHECK(c == chosen[0]);
   CHECK(!chosen[0].empty());
+}
+
+namespace {
+// 4 threads as 2 hosts (ranks 0,1 on "a", 2,3 on "b") agreeing over an inproc store, each host
+// claiming `lists[host]`; returns each rank's subnet or error text.
+std::vector<std::string> agree_as_two_hosts(const std::vector<std::vector<net_interface>>& lists) {
+  inproc_store store;
+  std::vector<std::string> out(4);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 4; ++r)
+    ranks.emplace_back([&, r] {
+      const auto until = tutti::deadline::after(std::chrono::seconds(10));
+      int step = 0;
+      auto gather = [&](const std::string& mine) {
+        return store_all_gather(store, "net/" + std::to_string(step++), r, 4, mine, until);
+      };
+      try {
+        const auto agreed = agree_on_network(gather, r, r < 2 ? "a" : "b", lists[r < 2 ? 0 : 1], none());
+        out[static_cast<std::size_t>(r)] = agreed.choice.subnet;
+        CHECK(agreed.host_of_rank == std::vector<std::string>{"a", "a", "b", "b"});
+      } catch (const tutti::invalid_argument& e) {
+        out[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : ranks) t.join();
+  return out;
+}
+}  // namespace
+
+TEST_CASE("network agreement: a shared subnet that does not connect the hosts is skipped; none connecting is an error") {
+  // eth9 ranks first (physical, 100 Gbit/s) but no host can listen on 10.255.255.x; "eth0" on
+  // 127.0.0.0/8 (posing as a physical NIC) connects the two "hosts" for real.
+  const std::vector<std::vector<net_interface>> lists = {
+      {nic("eth0", "127.0.0.1", 8, false, 1000), nic("eth9", "10.255.255.1", 24, false, 100000)},
+      {nic("eth0", "127.0.0.1", 8, false, 1000), nic("eth9", "10.255.255.2", 24, false, 100000)}};
+  REQUIRE(choose_network({{"a", lists[0]}, {"b", lists[1]}}, none()).subnet == "10.255.255.0/24");
+  for (const auto& subnet : agree_as_two_hosts(lists)) CHECK(subnet == "127.0.0.0/8");
+
+  const std::vector<std::vector<net_interface>> broken = {{lists[0][1]}, {lists[1][1]}};
+  for (const auto& text : agree_as_two_hosts(broken)) {
+    CHECK_MESSAGE(text.find("network(s) all 2 hosts share do not connect them") != std::string::npos, text);
+    CHECK_MESSAGE(text.find("a (eth9) could not reach b at 10.255.255.2: it could not listen there") !=
+                      std::string::npos, text);
+  }
 }

@@ -7,8 +7,10 @@
 #   mpirun     the same ranks started by Open MPI's mpirun from host 0, reaching host 1 through an
 #              rsh agent that enters its namespace; ranks from OMPI_COMM_WORLD_*, and NO rendezvous
 #              variable: rank 0's store is found through PMIx (needs tutti::pmix; rank 0 logs it)
-#   iface      the network both hosts share (eth1) is chosen over the decoy eth0 and logged;
-#              TUTTI_NET_IFACE=^eth1 leaves nothing shared: the error lists every host's interfaces
+#   iface      the network both hosts share (eth1) is chosen over the decoy eth0 and over eth2,
+#              shared on paper and ranked first but connecting nothing (the probe rejects it, and
+#              rank 0 logs why); TUTTI_NET_IFACE=^eth1,eth2 leaves nothing shared: the error lists
+#              every host's interfaces; TUTTI_NET_IFACE=eth2: the error says who cannot reach whom
 #   wrong_key  a rank with another TUTTI_JOB_KEY is refused by the store, saying so
 #   kill       rank 3 is SIGKILLed after a first allreduce; every survivor reports peer_lost
 # Every rank runs under `timeout`, and lib.sh removes the namespaces whatever happens.
@@ -56,18 +58,28 @@ case $scenario in
     done
     ;;
   iface)
+    netns_dead_subnet
     all_ranks TUTTI_LOG=info -- --test-case='allreduce*<*algorithm::ring? tutti::transport*'
     wait_ranks
     for r in 0 1 2 3; do [[ ${status[$r]} == 0 ]] || fail "iface: rank $r exited ${status[$r]}"; done
     grep -E "eth1" "$netns_tmp/rank0.log" | grep -q "10.213.1." || fail "iface: rank 0 did not log eth1 (10.213.1.0/24) as the network"
-    grep -q "eth0" <(grep -i "network" "$netns_tmp/rank0.log") && fail "iface: the decoy eth0 was chosen"
+    grep -qE "eth0|eth2" <(grep "info: network 10" "$netns_tmp/rank0.log") && fail "iface: the decoy eth0 or the dead eth2 was chosen"
+    grep -q "network 10.213.0.0/24 skipped, not every host reaches the others on it" "$netns_tmp/rank0.log" ||
+      fail "iface: rank 0 did not log why the dead eth2 subnet was skipped"
     pids=()
-    all_ranks TUTTI_NET_IFACE=^eth1 -- --test-case='allreduce*<*algorithm::ring? tutti::transport*'
+    all_ranks TUTTI_NET_IFACE=^eth1,eth2 -- --test-case='allreduce*<*algorithm::ring? tutti::transport*'
     wait_ranks
     for r in 0 1 2 3; do [[ ${status[$r]} != 0 ]] || fail "iface: rank $r succeeded with eth1 excluded"; done
     for want in h0 h1 10.213.10.1 10.213.11.1 TUTTI_NET_IFACE; do
       grep -q "$want" "$netns_tmp/rank0.log" || fail "iface: the error on rank 0 does not mention $want"
     done
+    pids=()
+    all_ranks TUTTI_NET_IFACE==eth2 TUTTI_NET_PROBE_TIMEOUT=1 -- --test-case='allreduce*<*algorithm::ring? tutti::transport*'
+    wait_ranks
+    for r in 0 1 2 3; do [[ ${status[$r]} != 0 ]] || fail "iface: rank $r succeeded over the dead eth2"; done
+    grep -q "do not connect them" "$netns_tmp/rank0.log" || fail "iface: rank 0's error does not say eth2 connects nothing"
+    grep -qE "h1/[^ ]* \(eth2\) could not reach h0/[^ ]* at 10.213.0.1: " "$netns_tmp/rank0.log" ||
+      fail "iface: rank 0's error does not say h1 could not reach h0 on eth2"
     ;;
   wrong_key)
     export TUTTI_TIMEOUT=8  # ranks 0-2 wait for rank 3 until then

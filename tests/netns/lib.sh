@@ -10,6 +10,9 @@
 #                              into one bridge (a "switch" namespace), plus a decoy eth0 whose
 #                              subnet no other host shares (10.213.(10+k).1/24): interface
 #                              detection must not pick it.
+#   netns_dead_subnet          gives every host an eth2 in one subnet, 10.213.0.(k+1)/24, that
+#                              connects nothing (a veth whose peer stays on the same host): shared
+#                              on paper and ranked before eth1, so only probing can reject it
 #   on_host K CMD...          runs CMD on host K (its namespace, hostname hK)
 #   shape_links RATE          tc tbf RATE on every host's eth1 (and the switch side)
 set -euo pipefail
@@ -72,6 +75,20 @@ netns_hosts() {
     ip -n "$ns" addr add "10.213.$((10 + k)).1/24" dev eth0
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set "${netns_tag}x$k" up
+  done
+}
+
+netns_dead_subnet() {
+  local k
+  for ((k = 0; k < netns_count; k++)); do
+    local ns; ns=$(ns_of "$k")
+    ip link add "${netns_tag}u$k" type veth peer name "${netns_tag}v$k"
+    ip link set "${netns_tag}u$k" netns "$ns"
+    ip link set "${netns_tag}v$k" netns "$ns"
+    ip -n "$ns" link set "${netns_tag}u$k" name eth2
+    ip -n "$ns" addr add "10.213.0.$((k + 1))/24" dev eth2
+    ip -n "$ns" link set eth2 up
+    ip -n "$ns" link set "${netns_tag}v$k" up
   done
 }
 

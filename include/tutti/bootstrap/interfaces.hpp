@@ -10,7 +10,8 @@
 //!  - then physical before virtual (docker*, br-*, veth*, ...: devices without /sys/.../device),
 //!    the fastest (the slowest host's speed from /sys/class/net/X/speed), and by subnet text.
 //! Nothing common is one invalid_argument listing every host's interfaces and what the filter
-//! excluded. The choice reaches UCX as UCX_NET_DEVICES (unless the user set it) and is logged at
+//! excluded. Which of the shared subnets actually connects the hosts is probed before one is
+//! agreed on (bootstrap/network_agreement.hpp). The choice reaches UCX as UCX_NET_DEVICES (unless the user set it) and is logged at
 //! info on rank 0. IPv6-only networks are not detected yet (docs/multi-node.md).
 #pragma once
 #include <arpa/inet.h>
@@ -26,11 +27,10 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
-#include "tutti/bootstrap/concepts.hpp"
 #include "tutti/bootstrap/interface_filter.hpp"
-#include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/log.hpp"
 
@@ -147,9 +147,11 @@ struct network_choice {
   std::map<std::string, net_interface> on;     //!< host id -> its interface in `subnet`
 };
 
-//! The pure choice described at the top of this file; `hosts` in rank order of their first rank.
-[[nodiscard]] inline network_choice choose_network(const std::vector<host_interfaces>& hosts,
-                                                   const interface_filter& filter) {
+//! Every network the job could use, best first (the order described at the top of this file);
+//! `hosts` in rank order of their first rank. None: one invalid_argument listing every host's
+//! interfaces and what the filter excluded.
+[[nodiscard]] inline std::vector<network_choice> rank_networks(const std::vector<host_interfaces>& hosts,
+                                                               const interface_filter& filter) {
   if (hosts.empty()) throw invalid_argument("choose_network: no hosts");
   const bool one_host = hosts.size() == 1;
   // subnet -> per host, the best interface of that host on it
@@ -165,8 +167,7 @@ struct network_choice {
       by_subnet[iface_detail::subnet_of(i)].emplace(h.host, i);
     }
   using rank_key = std::tuple<bool, long, std::string>;  // (virtual, -slowest speed, subnet)
-  std::string best;
-  rank_key best_key{};
+  std::vector<std::pair<rank_key, std::string>> ranked;
   for (const auto& [subnet, members] : by_subnet) {
     if (members.size() != hosts.size()) continue;
     bool any_virtual = false;
@@ -175,10 +176,9 @@ struct network_choice {
       any_virtual |= i.is_virtual || i.loopback;
       slowest = slowest < 0 ? i.speed_mbps : std::min(slowest, i.speed_mbps);
     }
-    const rank_key key{any_virtual, -slowest, subnet};
-    if (best.empty() || key < best_key) best = subnet, best_key = key;
+    ranked.push_back({rank_key{any_virtual, -slowest, subnet}, subnet});
   }
-  if (best.empty()) {
+  if (ranked.empty()) {
     std::string text = "no network is shared by all " + std::to_string(hosts.size()) + " hosts of the job";
     if (!excluded.empty()) text += " (TUTTI_NET_IFACE excluded" + excluded + ")";
     text += "; their interfaces:";
@@ -191,31 +191,16 @@ struct network_choice {
     text += "\nconnect the hosts on one subnet, or name the interfaces to use in TUTTI_NET_IFACE";
     throw invalid_argument(text);
   }
-  return {best, by_subnet[best]};
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<network_choice> out;
+  for (const auto& [key, subnet] : ranked) out.push_back({subnet, by_subnet[subnet]});
+  return out;
 }
 
-//! Every rank publishes its host's list under `prefix/<rank>`, reads all, and returns the same choice.
-template <store S>
-[[nodiscard]] network_choice agree_on_network(S& s, int rank, int world_size, const std::string& host_id,
-                                              const interface_filter& filter, deadline until,
-                                              const std::string& prefix = "tutti/net") {
-  const std::string mine = host_id + "\n" + encode_interfaces(local_interfaces());
-  s.set(prefix + "/" + std::to_string(rank), store_bytes(mine.begin(), mine.end()));
-  std::vector<host_interfaces> hosts;
-  for (int r = 0; r < world_size; ++r) {
-    const auto b = s.get(prefix + "/" + std::to_string(r), until);
-    const std::string text(b.begin(), b.end());
-    const auto newline = text.find('\n');
-    const std::string host = text.substr(0, newline);
-    if (std::any_of(hosts.begin(), hosts.end(), [&](const auto& h) { return h.host == host; })) continue;
-    hosts.push_back({host, decode_interfaces(newline == std::string::npos ? "" : text.substr(newline + 1),
-                                             "rank " + std::to_string(r))});
-  }
-  try {
-    return choose_network(hosts, filter);
-  } catch (const invalid_argument& e) {
-    throw invalid_argument("rank " + std::to_string(rank) + ": " + e.what());
-  }
+//! The best of rank_networks(): the choice before reachability is probed (network_agreement.hpp).
+[[nodiscard]] inline network_choice choose_network(const std::vector<host_interfaces>& hosts,
+                                                   const interface_filter& filter) {
+  return rank_networks(hosts, filter).front();
 }
 
 //! Hands the choice to UCX (UCX_NET_DEVICES=<this host's interface>) unless the user set it, and

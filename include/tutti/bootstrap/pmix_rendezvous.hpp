@@ -1,10 +1,10 @@
 //! @file pmix_rendezvous.hpp  Under mpirun or srun: find rank 0's store through PMIx, with no variable set.
 //!
-//! Two PMIx fences, each a few milliseconds:
-//!  1. every rank publishes its node id and its host's IPv4 interfaces (bootstrap/interfaces.hpp);
-//!     after the fence every rank computes the same network choice from the same lists
-//!     (TUTTI_NET_IFACE applies), so a job whose hosts share no network fails on every rank with
-//!     one message listing every host's interfaces — before any socket is opened;
+//! Four PMIx fences, each a few milliseconds:
+//!  1. three for the network agreement (bootstrap/network_agreement.hpp): node ids and interface
+//!     lists, then the probe listeners' ports, then what failed to connect; every rank takes the
+//!     same choice (TUTTI_NET_IFACE applies), so a job whose hosts share no working network fails
+//!     on every rank with one message — before the store listens;
 //!  2. rank 0 starts the tcp_store bound to its own address on that network (loopback when the
 //!     job is on one host), on TUTTI_STORE_PORT or a port the kernel picks, with a fresh
 //!     job key from OpenSSL's CSPRNG, and publishes port and key; every other rank connects to
@@ -23,6 +23,7 @@
 #include "tutti/bootstrap/interface_filter.hpp"
 #include "tutti/bootstrap/interfaces.hpp"
 #include "tutti/bootstrap/job_key.hpp"
+#include "tutti/bootstrap/network_agreement.hpp"
 #include "tutti/bootstrap/pmix.hpp"
 #include "tutti/bootstrap/rank_info.hpp"
 #include "tutti/bootstrap/tcp_store.hpp"
@@ -34,24 +35,8 @@
 namespace tutti::bootstrap {
 
 namespace pmix_detail {
-inline constexpr const char* host_key = "tutti.rdv.host";    //!< node id, newline, interface list
 inline constexpr const char* port_key = "tutti.rdv.port";    //!< rank 0's store port (decimal)
 inline constexpr const char* secret_key = "tutti.rdv.key";   //!< the generated job key ("" = user key)
-
-//! Every host once, in the order of its first rank (choose_network's contract).
-[[nodiscard]] inline std::vector<host_interfaces> hosts_of(pmix_session& s, int world, std::string& host_of_rank0) {
-  std::vector<host_interfaces> hosts;
-  for (int r = 0; r < world; ++r) {
-    const std::string text = s.get(r, host_key);
-    const auto newline = text.find('\n');
-    const std::string host = text.substr(0, newline);
-    if (r == 0) host_of_rank0 = host;
-    if (std::any_of(hosts.begin(), hosts.end(), [&](const auto& h) { return h.host == host; })) continue;
-    hosts.push_back({host, decode_interfaces(newline == std::string::npos ? "" : text.substr(newline + 1),
-                                             "rank " + std::to_string(r) + " (through PMIx)")});
-  }
-  return hosts;
-}
 }  // namespace pmix_detail
 
 //! Joins (rank 0: serves) the job's tcp_store, found through PMIx; see the top of this file.
@@ -68,18 +53,20 @@ template <class MakeKey>
                            std::to_string(info.rank) + " of " + std::to_string(info.world_size) +
                            "; do not mix launchers (e.g. torchrun's variables under mpirun)");
 
-  // 1. Interfaces, and the network every rank computes from them.
-  session.put(pmix_detail::host_key, info.node_id + "\n" + encode_interfaces(local_interfaces()));
-  session.commit();
-  session.fence(until, "tutti: host interfaces");
-  std::string host0;
-  const auto hosts = pmix_detail::hosts_of(session, world, host0);
-  network_choice choice;
-  try {
-    choice = choose_network(hosts, interface_filter::from_env());
-  } catch (const invalid_argument& e) {
-    throw invalid_argument(who + ": " + e.what());
-  }
+  // 1. The network every rank agrees on (interfaces, ranked, probed), each all-gather a fence.
+  int step = 0;
+  auto gather = [&](const std::string& mine) {
+    const std::string key = "tutti.rdv.net" + std::to_string(step++);
+    session.put(key, mine);
+    session.commit();
+    session.fence(until, step == 1 ? "tutti: host interfaces" : "tutti: network probe");
+    std::vector<std::string> all;
+    for (int r = 0; r < world; ++r) all.push_back(session.get(r, key));
+    return all;
+  };
+  const auto agreed = agree_on_network(gather, info.rank, info.node_id, local_interfaces(), interface_filter::from_env());
+  const std::string host0 = agreed.host_of_rank.at(0);
+  const network_choice& choice = agreed.choice;
   const std::string address = choice.on.at(host0).address;
 
   // 2. Rank 0's store on that network; its port and key to everyone.

@@ -5,8 +5,8 @@
 //!     job of one), one per process, this transport taking its own key scope in it;
 //!  2. every rank's node id (TUTTI_NODE_ID, else hostname and boot id) and rank 0's job id through
 //!     the store: the node map, and one shm job per node named <job>-<scope>-n<node>;
-//!  3. the network every host can reach the others on (bootstrap/interfaces.hpp; TUTTI_NET_IFACE
-//!     narrows it), handed to UCX as UCX_NET_DEVICES unless the user set that;
+//!  3. the network every host can reach the others on (bootstrap/network_agreement.hpp: shared
+//!     subnets, probed; TUTTI_NET_IFACE narrows it), handed to UCX as UCX_NET_DEVICES unless the user set that;
 //!  4. UCX endpoints to every rank (worker addresses through the store).
 //! The store is kept until the transports that need it for their shutdown are gone: it is a base
 //! class declared before node_aware, so it is built before and destroyed after it.
@@ -19,6 +19,7 @@
 
 #include "tutti/bootstrap/interface_filter.hpp"
 #include "tutti/bootstrap/interfaces.hpp"
+#include "tutti/bootstrap/network_agreement.hpp"
 #include "tutti/bootstrap/job_store.hpp"
 #include "tutti/bootstrap/node.hpp"
 #include "tutti/bootstrap/rank_info.hpp"
@@ -46,25 +47,12 @@ struct parts {
   std::unique_ptr<ucx> inter;
 };
 
-//! Every rank's string under `key/<rank>`, published by each and read by all.
-inline std::vector<std::string> all_gather_strings(bootstrap::tcp_store& store, const std::string& key, int rank,
-                                                   int world, const std::string& mine, deadline until) {
-  store.set(key + "/" + std::to_string(rank), bootstrap::store_bytes(mine.begin(), mine.end()));
-  std::vector<std::string> all(static_cast<std::size_t>(world));
-  for (int r = 0; r < world; ++r) {
-    const auto b = r == rank ? bootstrap::store_bytes(mine.begin(), mine.end())
-                             : store.get(key + "/" + std::to_string(r), until);
-    all[static_cast<std::size_t>(r)].assign(b.begin(), b.end());
-  }
-  return all;
-}
-
 inline parts build(const rank_info& info, bootstrap::tcp_store& store, const std::string& scope) {
   const deadline until = deadline::after(config::timeout());
   const int rank = info.rank, world = info.world_size;
 
   // 2. The node map and the per-node shm job.
-  const auto node_ids = all_gather_strings(store, scope + "/node", rank, world, info.node_id, until);
+  const auto node_ids = bootstrap::store_all_gather(store, scope + "/node", rank, world, info.node_id, until);
   std::vector<std::uint64_t> hashes;
   for (const auto& id : node_ids) hashes.push_back(node_hash(id));
   parts p;
