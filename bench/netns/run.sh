@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The allreduce benchmark across two "hosts" (network namespaces, tests/netns/lib.sh), 2 ranks each,
-# tutti (-T multi_node) against Open MPI (btl self,vader,tcp), interleaved, plus UCX's own
-# ucx_perftest between the hosts as the link's ceiling. Root only; namespaces removed on exit.
-#   bench/netns/run.sh OUT_DIR [RATE|none] [REPS] [MAX_BYTES]
-# Needs build/bench/tutti-bench and build/peers/mpi-allreduce-bench-openmpi (bench/peers/build.sh).
+# tutti (-T multi_node: ring, tree, halving_doubling, hierarchical<ring,ring>, hierarchical_direct)
+# against Open MPI (btl self,vader,tcp) and Gloo (its TCP transport on eth1), interleaved and
+# rotated, plus UCX's own ucx_perftest between the hosts as the link's ceiling. Root only;
+# namespaces removed on exit.
+#   bench/netns/run.sh OUT_DIR [RATE|none] [REPS] [MAX_BYTES]     (RATE: tc's, e.g. 10gbit, 1gbit)
+# PEERS="tutti_ring ompi ..." runs a subset. Needs build/bench/tutti-bench and, from
+# bench/peers/build.sh, build/peers/mpi-allreduce-bench-openmpi and build/peers/gloo-allreduce-bench.
 # Then: bench/netns/summarize.py OUT_DIR prints medians and ratios.
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -12,7 +15,8 @@ out=${1:?out dir}; rate=${2:-none}; reps=${3:-3}; max=${4:-16M}
 mkdir -p "$out"
 bench=$repo/build/bench/tutti-bench
 ompi=$repo/build/peers/mpi-allreduce-bench-openmpi
-[[ -x $bench && -x $ompi ]] || { echo "build tutti-bench and the peers first"; exit 2; }
+gloo=$repo/build/peers/gloo-allreduce-bench
+[[ -x $bench && -x $ompi && -x $gloo ]] || { echo "build tutti-bench and the peers first"; exit 2; }
 netns_hosts 2
 [[ $rate != none ]] && shape_links "$rate"
 key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
@@ -43,23 +47,37 @@ run_ompi() {
     --mca btl self,vader,tcp --mca btl_tcp_if_include eth1 --mca mpi_yield_when_idle 1 \
     "$ompi" "${args[@]}" >"$1" 2>&1 || true
 }
-peers=(tutti_ring tutti_hierarchical_direct tutti_halving_doubling ompi)
+run_gloo() {  # run_gloo LOG: a fresh FileStore per run (shared /tmp), each rank bound to its host's eth1
+  local r q pids=() store=$netns_tmp/gloo-store.$RANDOM$RANDOM
+  mkdir -p "$store"
+  for r in 0 1 2 3; do
+    on_host $((r / 2)) env TUTTI_RANK=$r TUTTI_WORLD_SIZE=4 timeout 300 "$gloo" -s "$store" \
+      -H "10.213.1.$((r / 2 + 1))" "${args[@]}" >"$1.rank$r" 2>&1 &
+    pids+=($!)
+  done
+  for q in "${pids[@]}"; do wait "$q" || true; done
+  mv "$1.rank0" "$1"; rm -f "$1".rank*; rm -rf "$store"
+}
+read -r -a peers <<<"${PEERS:-tutti_ring tutti_tree tutti_halving_doubling tutti_hierarchical tutti_hierarchical_direct ompi gloo}"
 for ((rep = 0; rep < reps; rep++)); do
   for ((i = 0; i < ${#peers[@]}; i++)); do
     p=${peers[$(( (i + rep) % ${#peers[@]} ))]}   # rotated order per rep
     case $p in
       tutti_*) run_tutti "${p#tutti_}" "$out/$p.rep$rep.txt" ;;
       ompi) run_ompi "$out/$p.rep$rep.txt" ;;
+      gloo) run_gloo "$out/$p.rep$rep.txt" ;;
     esac
     echo "rep $rep $p done"
   done
 done
 # The link: UCX tag latency (8 B) and bandwidth (4 MiB) between one rank per host over eth1.
-for test in "tag_lat 8" "tag_bw 4194304"; do
+# Iterations so that the bandwidth test moves ~400 MiB unshaped and stays within its time limit shaped.
+case $rate in none) bw_iters=2000 ;; 10gbit) bw_iters=400 ;; *) bw_iters=40 ;; esac
+for test in "tag_lat 8 2000" "tag_bw 4194304 $bw_iters"; do
   set -- $test
   on_host 1 env UCX_TLS=tcp UCX_NET_DEVICES=eth1 timeout 60 ucx_perftest -p 13337 >/dev/null 2>&1 &
   sleep 1
-  on_host 0 env UCX_TLS=tcp UCX_NET_DEVICES=eth1 timeout 60 ucx_perftest 10.213.1.2 -p 13337 -t "$1" -s "$2" -n 2000 \
+  on_host 0 env UCX_TLS=tcp UCX_NET_DEVICES=eth1 timeout 60 ucx_perftest 10.213.1.2 -p 13337 -t "$1" -s "$2" -n "$3" \
     >"$out/ucx_perftest.$1.txt" 2>&1 || true
   wait
 done

@@ -6,7 +6,8 @@
 //! max over ranks of each rank's mean per iteration, busbw = algbw * 2(n-1)/n, then one untimed,
 //! exactly checked iteration (#wrong).
 //!
-//! Transport: gloo::transport::tcp bound to 127.0.0.1 (loopback only). Rendezvous: a
+//! Transport: gloo::transport::tcp bound to 127.0.0.1 (loopback only), or to -H ADDR (this rank's
+//! address on the network between hosts: bench/netns/run.sh gives each namespace's eth1). Rendezvous: a
 //! gloo::rendezvous::FileStore in a directory shared by the ranks. Rank and world size come from
 //! TUTTI_RANK/TUTTI_WORLD_SIZE or, so that `mpirun.openmpi -np 2` can start it, OMPI_COMM_WORLD_*.
 //! The store directory is -s DIR, else $TUTTI_GLOO_STORE, else /tmp/gloo-allreduce-bench-<job>
@@ -57,6 +58,7 @@ struct options {
   int warmup = 5;
   bool check = true;
   std::string store_dir;
+  std::string bind_address = "127.0.0.1";
 };
 
 struct usage_error : std::runtime_error {
@@ -88,7 +90,7 @@ int parse_int(const char* s, int lo, const char* flag) {
 options parse(int argc, char** argv) {
   options o;
   opterr = 0;
-  for (int c; (c = getopt(argc, argv, "b:e:f:n:w:c:s:h")) != -1;) {
+  for (int c; (c = getopt(argc, argv, "b:e:f:n:w:c:s:H:h")) != -1;) {
     switch (c) {
       case 'b': o.min_bytes = parse_bytes(optarg); break;
       case 'e': o.max_bytes = parse_bytes(optarg); break;
@@ -97,9 +99,10 @@ options parse(int argc, char** argv) {
       case 'w': o.warmup = parse_int(optarg, 0, "-w"); break;
       case 'c': o.check = parse_int(optarg, 0, "-c") != 0; break;
       case 's': o.store_dir = optarg; break;
+      case 'H': o.bind_address = optarg; break;
       case 'h':
-        std::printf("usage: gloo-allreduce-bench [-b 8] [-e 256M] [-f 2] [-n 20] [-w 5] [-c 1] [-s STORE_DIR]\n"
-                    "float32 sum allreduce over Gloo's TCP transport on 127.0.0.1; rank 0 prints the\n"
+        std::printf("usage: gloo-allreduce-bench [-b 8] [-e 256M] [-f 2] [-n 20] [-w 5] [-c 1] [-s STORE_DIR] [-H ADDR]\n"
+                    "float32 sum allreduce over Gloo's TCP transport on 127.0.0.1 (or ADDR); rank 0 prints the\n"
                     "nccl-tests table. Ranks: TUTTI_RANK/TUTTI_WORLD_SIZE or OMPI_COMM_WORLD_RANK/SIZE.\n");
         std::exit(0);
       default: throw usage_error("unknown option or missing value (-h lists the options)");
@@ -172,7 +175,7 @@ int run(const options& o, int rank, int nranks) {
   gloo::rendezvous::FileStore file_store(o.store_dir);
   gloo::rendezvous::PrefixStore store("gloo-allreduce-bench", file_store);
   gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";  // loopback only: no traffic leaves the host
+  attr.hostname = o.bind_address;  // 127.0.0.1 unless -H: no traffic leaves the host by default
   auto device = gloo::transport::tcp::CreateDevice(attr);
   auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, nranks);
   ctx->setTimeout(std::chrono::seconds(300));  // 256 MiB over TCP takes about 1 s; keep far away

@@ -68,28 +68,26 @@ netns_hosts() {
     ip -n "$sw" link set "${netns_tag}p$k" up
     # The decoy: eth0, up, with a subnet of its own. Its name sorts first, so a detector that
     # ignored the subnets would take it.
-    ip link add "${netns_tag}d$k" type veth peer name "${netns_tag}x$k"
-    ip link set "${netns_tag}d$k" netns "$ns"
-    ip link set "${netns_tag}x$k" netns "$ns"
-    ip -n "$ns" link set "${netns_tag}d$k" name eth0
-    ip -n "$ns" addr add "10.213.$((10 + k)).1/24" dev eth0
-    ip -n "$ns" link set eth0 up
-    ip -n "$ns" link set "${netns_tag}x$k" up
+    netns_dead_end "$k" eth0 "10.213.$((10 + k)).1/24" d
   done
+}
+
+# netns_dead_end K NAME CIDR TAG: on host K an interface NAME with address CIDR, up, that reaches
+# nothing (a veth pair with both ends on host K; TAG keeps the pair's temporary names unique).
+netns_dead_end() {
+  local k=$1 name=$2 cidr=$3 tag=$4 ns; ns=$(ns_of "$1")
+  ip link add "${netns_tag}${tag}a$k" type veth peer name "${netns_tag}${tag}b$k"
+  ip link set "${netns_tag}${tag}a$k" netns "$ns"
+  ip link set "${netns_tag}${tag}b$k" netns "$ns"
+  ip -n "$ns" link set "${netns_tag}${tag}a$k" name "$name"
+  ip -n "$ns" addr add "$cidr" dev "$name"
+  ip -n "$ns" link set "$name" up
+  ip -n "$ns" link set "${netns_tag}${tag}b$k" up
 }
 
 netns_dead_subnet() {
   local k
-  for ((k = 0; k < netns_count; k++)); do
-    local ns; ns=$(ns_of "$k")
-    ip link add "${netns_tag}u$k" type veth peer name "${netns_tag}v$k"
-    ip link set "${netns_tag}u$k" netns "$ns"
-    ip link set "${netns_tag}v$k" netns "$ns"
-    ip -n "$ns" link set "${netns_tag}u$k" name eth2
-    ip -n "$ns" addr add "10.213.0.$((k + 1))/24" dev eth2
-    ip -n "$ns" link set eth2 up
-    ip -n "$ns" link set "${netns_tag}v$k" up
-  done
+  for ((k = 0; k < netns_count; k++)); do netns_dead_end "$k" eth2 "10.213.0.$((k + 1))/24" u; done
 }
 
 # on_host K CMD...: CMD in host K's namespace with hostname hK (so node ids differ per host).

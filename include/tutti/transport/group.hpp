@@ -50,11 +50,37 @@ class group {
   [[nodiscard]] request recv(int peer, std::uint64_t tag, void* data, std::size_t bytes) {
     return parent_->recv(map(peer), tag, data, bytes);
   }
-  [[nodiscard]] bool test(request& r) { return parent_->test(r); }
-  void wait(request& r, deadline until) { parent_->wait(r, until); }
+  [[nodiscard]] bool test(request& r) {
+    try {
+      return parent_->test(r);
+    } catch (const peer_lost& e) {
+      rethrow_named(e);
+    }
+  }
+  void wait(request& r, deadline until) {
+    try {
+      parent_->wait(r, until);
+    } catch (const peer_lost& e) {
+      rethrow_named(e);
+    }
+  }
   void abort() noexcept { parent_->abort(); }
 
+  //! When the parent numbers its ranks differently from the job (a node-aware transport's node
+  //! transport numbers them by local index), `job_ranks[p]` is the job's rank of parent rank p:
+  //! a peer_lost from the parent then names the job's rank, as every other error does.
+  void name_parent_ranks(std::vector<int> job_ranks) { job_ranks_ = std::move(job_ranks); }
+
  protected:
+  [[noreturn]] void rethrow_named(const peer_lost& e) const {
+    const int p = e.peer();
+    if (job_ranks_.empty() || p < 0 || p >= static_cast<int>(job_ranks_.size())) throw;
+    const int job_rank = job_ranks_[static_cast<std::size_t>(p)];
+    throw peer_lost(job_rank, "rank " + std::to_string(job_ranks_[static_cast<std::size_t>(parent_->rank())]) +
+                                  ": rank " + std::to_string(job_rank) + " on this node is lost (the node transport " +
+                                  "numbers it local rank " + std::to_string(p) + "): " + e.what());
+  }
+
   int map(int peer) const {
     if (peer < 0 || peer >= world_size())
       throw invalid_argument("rank " + std::to_string(parent_->rank()) + ": transport::group peer " + std::to_string(peer) +
@@ -64,6 +90,7 @@ class group {
 
   Parent* parent_ = nullptr;
   std::vector<int> members_;
+  std::vector<int> job_ranks_;  //!< empty: the parent's ranks are the job's
   int rank_ = -1;
 };
 
@@ -98,7 +125,11 @@ class one_sided_group : public group<Parent> {
     return this->parent().payload(this->map(r), value);
   }
   std::uint64_t wait_signal(int r, unsigned slot, std::uint64_t value, deadline until) {
-    return this->parent().wait_signal(this->map(r), slot, value, until);
+    try {
+      return this->parent().wait_signal(this->map(r), slot, value, until);
+    } catch (const peer_lost& e) {
+      this->rethrow_named(e);
+    }
   }
 };
 

@@ -1,5 +1,6 @@
-// A program that uses an installed tutti. Built twice: `consumer` with tutti::tutti only, and
-// `consumer_backends` with every optional backend found, whose TUTTI_HAVE_* must all be defined.
+// A program that uses tutti, installed (find_package) or built from source (add_subdirectory).
+// Built twice: `consumer` with tutti::tutti only, and `consumer_backends` with every optional
+// backend found, whose TUTTI_HAVE_* must all be defined.
 #include <tutti/tutti.hpp>
 
 #include <cstdio>

@@ -12,6 +12,7 @@
 #include "tutti/core/error.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/op_pool.hpp"
 #include "tutti/transport/request_handle.hpp"
 #include "tutti/transport/inproc/fabric.hpp"
 
@@ -23,7 +24,7 @@ class inproc {
   using fabric = inproc_detail::fabric;
   static constexpr transport_traits traits{.intra_node = true, .device_memory = false, .one_sided = false};
   static constexpr const char* name = "inproc";
-  static constexpr std::size_t max_outstanding = 1024;  //!< posted but not yet completed requests per rank
+  static constexpr std::size_t max_outstanding = max_outstanding_ops;
 
   //! Handle to a posted operation; empty once waited on (or tested complete).
   using request = request_handle<inproc_detail::op_state>;
@@ -33,8 +34,6 @@ class inproc {
     if (rank < 0 || rank >= fabric_->world_size())
       throw invalid_argument("transport::inproc: rank " + std::to_string(rank) + " is outside [0, " +
                              std::to_string(fabric_->world_size()) + ")");
-    free_.reserve(max_outstanding);
-    for (std::size_t i = max_outstanding; i-- > 0;) free_.push_back(&pool_[i]);
   }
   inproc(const inproc&) = delete;
   inproc& operator=(const inproc&) = delete;
@@ -46,8 +45,9 @@ class inproc {
   //! Withdraws every pending operation and tells the peers this rank is gone. Called by the
   //! communicator when a collective fails midway; the transport is unusable afterwards.
   void abort() noexcept {
-    for (std::size_t i = 0; i < max_outstanding; ++i)
-      if (pool_[i].status.load() == inproc_detail::op_pending) fabric_->withdraw(rank_, &pool_[i]);
+    pool_.for_each([&](inproc_detail::op_state& op) {
+      if (op.status.load() == inproc_detail::op_pending) fabric_->withdraw(rank_, &op);
+    });
     fabric_->leave(rank_);
   }
 
@@ -131,14 +131,8 @@ class inproc {
 
  private:
   inproc_detail::op_state* acquire(int peer, std::uint64_t tag, std::size_t bytes, bool is_send) {
-    if (peer < 0 || peer >= world_size())
-      throw invalid_argument("rank " + std::to_string(rank_) + ": transport::inproc " + (is_send ? "send to" : "recv from") +
-                             " peer " + std::to_string(peer) + " outside [0, " + std::to_string(world_size()) + ")");
-    if (free_.empty())
-      throw transport_error("rank " + std::to_string(rank_) + ": transport::inproc has " +
-                            std::to_string(max_outstanding) + " requests outstanding; wait on some first");
-    auto* op = free_.back();
-    free_.pop_back();
+    check_peer(rank_, name, is_send, peer, world_size());
+    auto* op = pool_.acquire(rank_, name);
     op->is_send = is_send;
     op->peer = peer;
     op->tag = tag;
@@ -151,8 +145,7 @@ class inproc {
 
   void release(request& r) noexcept {
     r.op->status.store(inproc_detail::op_free, std::memory_order_relaxed);
-    free_.push_back(r.op);
-    r.op = nullptr;
+    pool_.release(std::exchange(r.op, nullptr));
   }
 
   void finish(request& r, int status) {
@@ -185,9 +178,7 @@ class inproc {
 
   std::shared_ptr<fabric> fabric_;
   int rank_;
-  std::unique_ptr<inproc_detail::op_state[]> pool_storage_ = std::make_unique<inproc_detail::op_state[]>(max_outstanding);
-  inproc_detail::op_state* pool_ = pool_storage_.get();
-  std::vector<inproc_detail::op_state*> free_;
+  op_pool<inproc_detail::op_state> pool_;
 };
 
 static_assert(transport_policy<inproc>, "transport::inproc must satisfy tutti::transport_policy");

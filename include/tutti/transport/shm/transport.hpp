@@ -34,6 +34,7 @@
 #include "tutti/core/error.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/op_pool.hpp"
 #include "tutti/transport/request_handle.hpp"
 #include "tutti/transport/shm/layout.hpp"
 #include "tutti/transport/shm/pool.hpp"
@@ -67,7 +68,7 @@ class shm {
   static constexpr transport_traits traits{.intra_node = true, .device_memory = false, .one_sided = true};
   static constexpr const char* name = "shm";
   static constexpr std::size_t not_registered = static_cast<std::size_t>(-1);
-  static constexpr std::size_t max_outstanding = 1024;
+  static constexpr std::size_t max_outstanding = max_outstanding_ops;
 
  private:
   enum status : int { op_free, op_pending, op_done, op_failed };
@@ -117,7 +118,6 @@ class shm {
         expected_(static_cast<std::size_t>(info.world_size), 0),
         sends_(static_cast<std::size_t>(info.world_size)),
         recvs_(static_cast<std::size_t>(info.world_size)),
-        ops_(std::make_unique<op_state[]>(max_outstanding)),
         pool_(options.pool_bytes) {
     info.validate();
     if (info.job_id.empty())
@@ -127,8 +127,6 @@ class shm {
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'))
         throw invalid_argument("rank " + std::to_string(rank_) + ": job id '" + info.job_id +
                                "' may only hold letters, digits, '-' and '_'");
-    free_.reserve(max_outstanding);
-    for (std::size_t i = max_outstanding; i-- > 0;) free_.push_back(&ops_[i]);
     // More ranks on this host than cores we may run on: a waiting rank yields at once.
     cpu_set_t cpus;
     const int usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
@@ -421,15 +419,9 @@ class shm {
   }
 
   op_state* acquire(int peer, std::uint64_t tag, std::size_t bytes, bool is_send) {
-    if (peer < 0 || peer >= world_)
-      throw invalid_argument("rank " + std::to_string(rank_) + ": transport::shm " + (is_send ? "send to" : "recv from") +
-                             " peer " + std::to_string(peer) + " outside [0, " + std::to_string(world_) + ")");
+    check_peer(rank_, name, is_send, peer, world_);
     if (!broken_.empty()) throw transport_error(broken_ + "; the transport is unusable");
-    if (free_.empty())
-      throw transport_error("rank " + std::to_string(rank_) + ": transport::shm has " + std::to_string(max_outstanding) +
-                            " requests outstanding; wait on some first");
-    op_state* op = free_.back();
-    free_.pop_back();
+    op_state* op = ops_.acquire(rank_, name);
     op->status = op_pending;
     op->is_send = is_send;
     op->started = false;
@@ -446,7 +438,7 @@ class shm {
     op_state* op = std::exchange(r.op, nullptr);
     const int s = op->status;
     op->status = op_free;
-    free_.push_back(op);
+    ops_.release(op);
     if (s == op_failed) throw transport_error(op->failure);
   }
 
@@ -532,8 +524,7 @@ class shm {
   std::vector<std::uint64_t> expected_;        //!< next fragment expected from each peer
   std::vector<op_queue> sends_;
   std::vector<op_queue> recvs_;
-  std::unique_ptr<op_state[]> ops_;
-  std::vector<op_state*> free_;
+  op_pool<op_state> ops_;
   shm_detail::offset_pool pool_;  //!< our registered region's allocations
   std::uint64_t epoch_ = 0;       //!< one-sided steps taken; equal on all ranks between collectives
   unsigned spin_rounds_ = backoff::default_spin_rounds;  //!< 0 when ranks outnumber usable cores

@@ -39,6 +39,7 @@
 #include "tutti/core/log.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/op_pool.hpp"
 #include "tutti/transport/request_handle.hpp"
 #include "tutti/transport/ucx/options.hpp"
 #include "tutti/transport/ucx/worker.hpp"
@@ -61,7 +62,7 @@ struct op_state {
   std::size_t arrived = 0;       //!< receive: size of the message that matched
   ucs_status_t status = UCS_OK;
   void* request = nullptr;       //!< UCX's request while the operation is in flight
-  std::vector<op_state*>* free_list = nullptr;
+  op_pool<op_state>* pool = nullptr;  //!< where the completion callback returns an abandoned record
 };
 
 //! Marks `op` finished; called from UCX's callbacks (inside ucp_worker_progress or a cancel).
@@ -73,7 +74,7 @@ inline void complete(op_state* op, void* request, ucs_status_t status) noexcept 
   if (op->abandoned) {
     op->abandoned = false;
     op->state = op_free;
-    op->free_list->push_back(op);  // capacity reserved for the whole pool: never allocates
+    op->pool->release(op);  // never allocates: safe inside UCX's callback
   }
 }
 
@@ -94,7 +95,7 @@ class ucx {
   using tutti_role = role::transport;
   static constexpr transport_traits traits{};  // any hosts, host memory, two-sided only
   static constexpr const char* name = "ucx";
-  static constexpr std::size_t max_outstanding = 1024;  //!< posted but not yet completed requests per rank
+  static constexpr std::size_t max_outstanding = max_outstanding_ops;
   static constexpr int tag_bits = 40;                    //!< tutti tags below 2^40; the source rank above
   static constexpr std::uint64_t tag_limit = std::uint64_t{1} << tag_bits;
   static constexpr int world_limit = 1 << (64 - tag_bits);  //!< ranks must fit the 24 bits left
@@ -117,17 +118,12 @@ class ucx {
         lost_(static_cast<std::size_t>(world_size), UCS_OK),
         loss_handled_(static_cast<std::size_t>(world_size), false),
         stalled_(static_cast<std::size_t>(world_size), false),
-        ops_(std::make_unique<ucx_detail::op_state[]>(max_outstanding)),
         set_([&store](const std::string& k, bootstrap::store_bytes v) { store.set(k, std::move(v)); }),
         get_([&store](const std::string& k, deadline until) { return store.get(k, until); }),
         add_([&store](const std::string& k, std::int64_t d) { return store.add(k, d); }),
         check_([&store](const std::string& k) { return store.check(k); }),
         worker_(rank, static_cast<std::size_t>(world_size)) {
-    free_.reserve(max_outstanding);
-    for (std::size_t i = max_outstanding; i-- > 0;) {
-      ops_[i].free_list = &free_;
-      free_.push_back(&ops_[i]);
-    }
+    ops_.for_each([this](ucx_detail::op_state& op) { op.pool = &ops_; });
     cpu_set_t cpus;
     const int usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
     spin_ = world_ > usable ? 1 : options_.spin_before_yield;
@@ -249,9 +245,8 @@ class ucx {
     for (void* r : closing_) ucp_request_free(r);  // released by UCX when it completes them
     closing_.clear();
     worker_.destroy();  // no UCX callback runs after this, and no user buffer is touched again
-    for (std::size_t i = 0; i < max_outstanding; ++i) {
-      auto& op = ops_[i];
-      if (op.state != ucx_detail::op_pending) continue;
+    ops_.for_each([this](ucx_detail::op_state& op) {
+      if (op.state != ucx_detail::op_pending) return;
       op.request = nullptr;
       op.status = UCS_ERR_CANCELED;
       op.state = ucx_detail::op_failed;
@@ -259,7 +254,7 @@ class ucx {
         op.abandoned = false;
         release(&op);
       }
-    }
+    });
   }
 
  private:
@@ -336,11 +331,10 @@ class ucx {
 
   //! Cancels the pending receives from `peer` (every peer: -1); they fail with UCS_ERR_CANCELED.
   void cancel_receives(int peer) noexcept {
-    for (std::size_t i = 0; i < max_outstanding; ++i) {
-      auto& op = ops_[i];
+    ops_.for_each([&](ucx_detail::op_state& op) {
       if (op.state == ucx_detail::op_pending && !op.is_send && op.request && (peer < 0 || op.peer == peer))
         ucp_request_cancel(worker_.get(), op.request);
-    }
+    });
   }
 
   void close_endpoint(int p, std::uint32_t flags) noexcept {
@@ -410,9 +404,7 @@ class ucx {
 
   ucx_detail::op_state* acquire(int peer, std::uint64_t tag, std::size_t bytes, bool is_send) {
     const char* what = is_send ? "send to" : "recv from";
-    if (peer < 0 || peer >= world_)
-      throw invalid_argument("rank " + std::to_string(rank_) + ": transport::ucx " + what + " peer " +
-                             std::to_string(peer) + " outside [0, " + std::to_string(world_) + ")");
+    check_peer(rank_, name, is_send, peer, world_);
     if (tag >= tag_limit)
       throw invalid_argument("rank " + std::to_string(rank_) + ": transport::ucx " + what + " rank " +
                              std::to_string(peer) + ": tag " + std::to_string(tag) + " is not below 2^40 = " +
@@ -420,11 +412,7 @@ class ucx {
     if (aborted_)
       throw transport_error("rank " + std::to_string(rank_) + ": transport::ucx " + what + " rank " +
                             std::to_string(peer) + ": the transport was aborted and is unusable");
-    if (free_.empty())
-      throw transport_error("rank " + std::to_string(rank_) + ": transport::ucx has " + std::to_string(max_outstanding) +
-                            " requests outstanding; wait on some first");
-    auto* op = free_.back();
-    free_.pop_back();
+    auto* op = ops_.acquire(rank_, name);
     op->state = ucx_detail::op_pending;
     op->is_send = is_send;
     op->abandoned = false;
@@ -457,7 +445,7 @@ class ucx {
 
   void release(ucx_detail::op_state* op) noexcept {
     op->state = ucx_detail::op_free;
-    free_.push_back(op);
+    ops_.release(op);
   }
 
   //! The deadline passed: cancel a receive (a send stays with UCX until it completes or its
@@ -522,8 +510,7 @@ class ucx {
   bool store_failed_ = false;                 //!< a store operation failed after a loss: skip the barrier
   unsigned spin_ = 1000;
   std::vector<void*> closing_;                //!< endpoint close requests still in progress
-  std::unique_ptr<ucx_detail::op_state[]> ops_;
-  std::vector<ucx_detail::op_state*> free_;
+  op_pool<ucx_detail::op_state> ops_;
   // The store, type-erased for the shutdown barrier (the caller keeps it alive).
   std::function<void(const std::string&, bootstrap::store_bytes)> set_;
   std::function<bootstrap::store_bytes(const std::string&, deadline)> get_;
