@@ -1,7 +1,9 @@
 //! Failures across hosts, run by launch.sh (scenario `kill`): the rank named by TUTTI_TEST_VICTIM
 //! dies by SIGKILL after a first allreduce; every other rank must get tutti::peer_lost (not a
 //! timeout) within seconds. Each survivor must blame the victim (peer()), not a
-//! rank that aborted because of it; what it was told is printed for launch.sh.
+//! rank that aborted because of it; what it was told is printed for launch.sh. Run once with ring
+//! (every loss seen through node_aware) and once with hierarchical<direct, ring> (a loss on the
+//! node seen through the node transport itself, which numbers ranks by local index).
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -9,14 +11,18 @@
 #include <cstdio>
 #include <vector>
 
+#include <tutti/algorithm/direct.hpp>
+#include <tutti/algorithm/hierarchical.hpp>
 #include <tutti/algorithm/ring.hpp>
 #include <tutti/communicator.hpp>
 #include <tutti/transport/multi_node.hpp>
 
-TEST_CASE("multi_node failure: a rank killed mid-run is reported as lost on every other rank") {
+TEST_CASE_TEMPLATE("multi_node failure: a rank killed mid-run is reported as lost on every other rank", Algorithm,
+                   tutti::algorithm::ring,
+                   tutti::algorithm::hierarchical<tutti::algorithm::direct, tutti::algorithm::ring>) {
   const auto victim = tutti::config::raw("TUTTI_TEST_VICTIM");
   REQUIRE_MESSAGE(victim.has_value(), "set TUTTI_TEST_VICTIM (launch.sh kill does)");
-  auto comm = tutti::communicator<tutti::transport::multi_node, tutti::algorithm::ring>::from_env();
+  auto comm = tutti::communicator<tutti::transport::multi_node, Algorithm>::from_env();
   std::vector<float> grads(1 << 18, 1.0f);
   comm.allreduce(grads, tutti::op::sum);
   CHECK(grads[0] == float(comm.size()));

@@ -12,7 +12,8 @@
 #              rank 0 logs why); TUTTI_NET_IFACE=^eth1,eth2 leaves nothing shared: the error lists
 #              every host's interfaces; TUTTI_NET_IFACE=eth2: the error says who cannot reach whom
 #   wrong_key  a rank with another TUTTI_JOB_KEY is refused by the store, saying so
-#   kill       rank 3 is SIGKILLed after a first allreduce; every survivor reports peer_lost
+#   kill       rank 3 is SIGKILLed after a first allreduce; every survivor reports peer_lost naming
+#              it, under ring and under hierarchical<direct, ring> (its node's loss seen by shm)
 # Every rank runs under `timeout`, and lib.sh removes the namespaces whatever happens.
 source "$(dirname "$0")/lib.sh"
 scenario=${1:?scenario}
@@ -93,14 +94,17 @@ case $scenario in
     grep -q "another-jobs-key\|$key" "$netns_tmp"/rank*.log && fail "wrong_key: a key was printed"
     ;;
   kill)
-    all_ranks TUTTI_TEST_VICTIM=3 -- --test-case='*failure*'
-    wait_ranks
-    [[ ${status[3]} == 137 ]] || fail "kill: rank 3 exited ${status[3]}, expected 137 (SIGKILL)"
-    for r in 0 1 2; do
-      grep -q "survivor rank $r: peer_lost after" "$netns_tmp/rank$r.log" || fail "kill: rank $r did not report peer_lost"
-      [[ ${status[$r]} == 0 ]] || fail "kill: survivor rank $r exited ${status[$r]} (its checks failed)"
+    for alg in '<tutti::algorithm::ring>' '*hierarchical*'; do
+      pids=()
+      all_ranks TUTTI_TEST_VICTIM=3 -- --test-case="*failure*$alg"
+      wait_ranks
+      [[ ${status[3]} == 137 ]] || fail "kill $alg: rank 3 exited ${status[3]}, expected 137 (SIGKILL)"
+      for r in 0 1 2; do
+        grep -q "survivor rank $r: peer_lost after" "$netns_tmp/rank$r.log" || fail "kill $alg: rank $r did not report peer_lost"
+        [[ ${status[$r]} == 0 ]] || fail "kill $alg: survivor rank $r exited ${status[$r]} (its checks failed)"
+      done
+      grep -q "rank 3" <(grep -h "survivor rank" "$netns_tmp"/rank[012].log) || fail "kill $alg: no survivor named rank 3"
     done
-    grep -q "rank 3" <(grep -h "survivor rank" "$netns_tmp"/rank[012].log) || fail "kill: no survivor named rank 3"
     ;;
   mpirun)
     [[ -n $mpirun && -x $mpirun ]] || skip "mpirun.openmpi not found"

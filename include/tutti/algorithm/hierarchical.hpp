@@ -236,6 +236,7 @@ struct hierarchical {
         if constexpr (transport::node_level<T>::separate)
           for (int l = 0; l < s.grid.local_size; ++l) node_members[static_cast<std::size_t>(l)] = l;
         s.intra = intra_group<T>(transport::node_level<T>::of(c.transport()), std::move(node_members));
+        if constexpr (transport::node_level<T>::separate) s.intra.name_parent_ranks(s.grid.intra);
         s.inter = transport::group<T>(c.transport(), s.grid.inter);
       } catch (const invalid_argument& e) {
         s.refusal = e.what();
