@@ -191,8 +191,8 @@ int run(const options& o, int rank, int nranks) {
     for (int r = 0; r < nranks; ++r) expected[m] += input_value(r, m);
 
   if (rank == 0) {
-    std::printf("# gloo_allreduce_bench: Gloo %d.%d.%d (libgloo-dev), transport tcp 127.0.0.1, gloo::allreduce\n",
-                GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH);
+    std::printf("# gloo_allreduce_bench: Gloo %d.%d.%d (libgloo-dev), transport tcp %s (rank 0), gloo::allreduce\n",
+                GLOO_VERSION_MAJOR, GLOO_VERSION_MINOR, GLOO_VERSION_PATCH, o.bind_address.c_str());
     std::printf("# nranks %d  dtype float  op sum  out-of-place  cpus %ld\n", nranks, sysconf(_SC_NPROCESSORS_ONLN));
     std::printf("# minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d validation: %d\n",
                 o.min_bytes, o.max_bytes, o.step_factor, o.warmup, o.iters, o.check ? 1 : 0);
