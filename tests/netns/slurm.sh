@@ -51,7 +51,7 @@ mkdir -p "$dir/ctld" "$dir/spool"
 : >"$dir/plugstack.conf"
 cat >"$dir/slurm.conf" <<CONF
 ClusterName=tutti-test
-SlurmctldHost=$node
+SlurmctldHost=$node(127.0.0.1)
 SlurmctldPort=$(free_port)
 SlurmdPort=$(free_port)
 SlurmUser=root
@@ -75,7 +75,7 @@ SelectTypeParameters=CR_CPU
 SlurmdParameters=config_overrides
 MpiDefault=none
 ReturnToService=2
-NodeName=$node CPUs=8 State=UNKNOWN
+NodeName=$node NodeAddr=127.0.0.1 CPUs=8 State=UNKNOWN
 PartitionName=tutti Nodes=$node Default=YES MaxTime=10 State=UP
 CONF
 export SLURM_CONF=$dir/slurm.conf
