@@ -8,6 +8,7 @@
 #include <tutti/algorithm/halving_doubling.hpp>
 #include <tutti/algorithm/hierarchical.hpp>
 #include <tutti/algorithm/ring.hpp>
+#include <tutti/algorithm/tree.hpp>
 #include <tutti/transport/multi_node.hpp>
 
 namespace {
@@ -15,13 +16,20 @@ template <class Algorithm>
 using across = tutti::testing::launched_world<Algorithm, tutti::transport::multi_node>;
 using ring_world = across<tutti::algorithm::ring>;
 using hd_world = across<tutti::algorithm::halving_doubling>;
+using tree_world = across<tutti::algorithm::tree>;
 using nodes_world = across<tutti::algorithm::hierarchical<tutti::algorithm::direct, tutti::algorithm::ring>>;
+using nodes_tree_world = across<tutti::algorithm::hierarchical<tutti::algorithm::direct, tutti::algorithm::tree>>;
 using automatic_world = across<tutti::algorithm::automatic>;
 }  // namespace
 
-TEST_CASE_TEMPLATE_INVOKE(allreduce_conformance, ring_world, hd_world, nodes_world, automatic_world);
-TEST_CASE_TEMPLATE_INVOKE(reduce_scatter_conformance, ring_world, nodes_world);
-TEST_CASE_TEMPLATE_INVOKE(allgather_conformance, ring_world, nodes_world);
-TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, ring_world);
-TEST_CASE_TEMPLATE_INVOKE(alltoall_conformance, ring_world);
-TEST_CASE_TEMPLATE_INVOKE(barrier_conformance, ring_world);
+// Every algorithm that runs on two-sided transports, each with every collective it has
+// (docs/algorithms.md's matrix), and the node-aware compositions.
+
+TEST_CASE_TEMPLATE_INVOKE(allreduce_conformance, ring_world, hd_world, tree_world, nodes_world, nodes_tree_world,
+                          automatic_world);
+TEST_CASE_TEMPLATE_INVOKE(reduce_scatter_conformance, ring_world, hd_world, nodes_world);
+TEST_CASE_TEMPLATE_INVOKE(allgather_conformance, ring_world, hd_world, nodes_world);
+TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, ring_world, hd_world, tree_world, nodes_world, nodes_tree_world);
+TEST_CASE_TEMPLATE_INVOKE(reduce_conformance, ring_world, hd_world, tree_world, nodes_world, nodes_tree_world);
+TEST_CASE_TEMPLATE_INVOKE(alltoall_conformance, ring_world, hd_world, nodes_world);
+TEST_CASE_TEMPLATE_INVOKE(barrier_conformance, ring_world, hd_world, tree_world, nodes_world, nodes_tree_world);
