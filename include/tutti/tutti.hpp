@@ -1,5 +1,5 @@
 //! @file tutti.hpp  The umbrella header: everything a framework author needs, host side.
-//! (tutti/cuda/ kernels are compiled by nvcc and included separately.)
+//! (No GPU code yet: the CUDA kernels and transport::nccl are not written; see the README.)
 #pragma once
 
 #include "tutti/version.hpp"

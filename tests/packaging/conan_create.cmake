@@ -3,8 +3,8 @@
 # `conan create` of tutti's recipe (which runs test_package/), in a Conan home of its own so that
 # neither the user's ~/.conan2 nor its profiles play a part. Conan builds with CMAKE_PROGRAM, the
 # cmake that configured this build, and never asks a remote (no network here: Boost comes from the
-# system). test_package/ is copied to TEST_BUILD_DIR and built there (Conan builds a test_package
-# inside its folder), so the source tree stays clean.
+# system). test_package/ builds under the tree's build/ (its layout()); afterwards test_package/
+# must hold exactly its three sources: `conan create .` leaves nothing untracked in the tree.
 # Skipped (exit 77 / "TUTTI_SKIP:") when conan is not on PATH.
 find_program(CONAN_PROGRAM conan)
 if(NOT CONAN_PROGRAM)
@@ -25,13 +25,15 @@ function(conan)
   endif()
 endfunction()
 
-file(REMOVE_RECURSE "${TEST_BUILD_DIR}")
-file(COPY "${SOURCE_DIR}/test_package" DESTINATION "${TEST_BUILD_DIR}"
-     PATTERN build EXCLUDE PATTERN CMakeUserPresets.json EXCLUDE)
 
 conan(profile detect --exist-ok)
 conan(create "${SOURCE_DIR}" --build=missing --no-remote
-      --test-folder "${TEST_BUILD_DIR}/test_package"
       -s compiler.cppstd=20
       -c "tools.cmake:cmake_program=${CMAKE_PROGRAM}"
       -c tools.build:jobs=2)
+
+file(GLOB_RECURSE left RELATIVE "${SOURCE_DIR}/test_package" "${SOURCE_DIR}/test_package/*")
+list(SORT left)
+if(NOT left STREQUAL "CMakeLists.txt;conanfile.py;main.cpp")
+  message(FATAL_ERROR "conan create left files in test_package/: ${left}")
+endif()
