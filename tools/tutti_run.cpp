@@ -42,7 +42,8 @@ namespace {
 using steady = std::chrono::steady_clock;
 
 constexpr std::string_view synopsis =
-    "usage: tutti-run -n N [--ranks-per-node K] [--job-id ID] [--grace SECONDS] [--no-prefix] [--] prog [args...]\n";
+    "usage: tutti-run -n N [--ranks-per-node K] [--job-id ID] [--linger SECONDS] [--grace SECONDS] [--no-prefix]\n"
+    "                 [--] prog [args...]\n";
 
 constexpr std::string_view help_text =
     "Starts N ranks of prog on this host, as tutti's bootstrap expects them.\n"
@@ -52,6 +53,9 @@ constexpr std::string_view help_text =
     "                     TUTTI_LOCAL_RANK=k%K and its node's TUTTI_LOCAL_SIZE (the last node may\n"
     "                     be smaller), for testing hierarchical algorithms (default: one node)\n"
     "  --job-id ID        job id, 1..64 of [A-Za-z0-9_-] (default: a fresh unique id)\n"
+    "  --linger SECONDS   after a rank fails, how long the others get to notice and report it\n"
+    "                     (a tutti rank raises peer_lost within milliseconds) before they are\n"
+    "                     sent SIGTERM (default 2)\n"
     "  --grace SECONDS    how long ranks get to exit after a stop signal before SIGKILL\n"
     "                     (default 3)\n"
     "  --no-prefix        no \"[rank k] \" prefix: output bytes pass unchanged\n"
@@ -59,16 +63,19 @@ constexpr std::string_view help_text =
     "\n"
     "Rank k runs with TUTTI_RANK=k TUTTI_WORLD_SIZE=N TUTTI_LOCAL_RANK=k TUTTI_LOCAL_SIZE=N\n"
     "TUTTI_JOB_ID=ID added to the environment, and, unless already set, TUTTI_JOB_KEY (a fresh\n"
-    "random key, for the tcp_store's authentication) and TUTTI_STORE_ADDR=127.0.0.1:PORT (a free\n"
-    "port). Its stdout and stderr go to tutti-run's stdout and\n"
+    "random key, for the tcp_store's authentication), TUTTI_STORE_ADDR=127.0.0.1:PORT (a free\n"
+    "port) and TUTTI_LINE_BUFFERED=1 (a program that includes tutti's headers then flushes stdout\n"
+    "at every newline, so what a rank printed before it crashed is not lost in a pipe's buffer;\n"
+    "set it to 0 to keep full buffering). Its stdout and stderr go to tutti-run's stdout and\n"
     "stderr a whole line at a time (lines over 64 KiB in pieces), prefixed \"[rank k] \"; a last\n"
     "line without newline gets one. Rank 0 reads tutti-run's stdin unless that is a terminal;\n"
     "every other rank reads /dev/null.\n"
     "\n"
     "SIGINT, SIGTERM and SIGHUP are forwarded to every rank (and what it started); a rank that exits\n"
-    "non-zero or is killed stops the others with SIGTERM. Ranks still running after the grace\n"
+    "non-zero or is killed stops the others with SIGTERM once the linger time has passed (at once\n"
+    "if they all exit before). Ranks still running after the grace\n"
     "period, or when a second signal arrives, are sent SIGKILL. When all ranks are gone, files in\n"
-    "/dev/shm named tutti-ID-* and owned by you are removed.\n"
+    "/dev/shm named tutti-ID.* (the shm transport's segments) and owned by you are removed.\n"
     "\n"
     "Exit status: 0 when every rank exits 0; 128+signal when tutti-run was interrupted; 1 when a\n"
     "rank failed; 2 on bad usage.\n";
@@ -148,6 +155,7 @@ struct options {
   std::string job_id;
   bool job_id_given = false;
   double grace_seconds = 3.0;
+  double linger_seconds = 2.0;
   bool prefix = true;
   char** command = nullptr;  //!< prog and its arguments, null-terminated (a tail of argv)
 };
@@ -249,7 +257,7 @@ options parse_command_line(int argc, char** argv) {
       value = arg.substr(2);
       inline_value = true;
     }
-    if (name != "-n" && name != "--job-id" && name != "--grace" && name != "--ranks-per-node")
+    if (name != "-n" && name != "--job-id" && name != "--grace" && name != "--linger" && name != "--ranks-per-node")
       usage_error("unknown option '" + std::string(arg) + "'");
     if (!inline_value) {
       if (i + 1 >= argc) usage_error("option " + std::string(name) + " needs a value");
@@ -276,15 +284,15 @@ options parse_command_line(int argc, char** argv) {
                     " characters of [A-Za-z0-9_-], got '" + std::string(value) + "'");
       opt.job_id = value;
       opt.job_id_given = true;
-    } else {  // --grace
+    } else {  // --grace, --linger
       const std::string text(value);
       char* end = nullptr;
       errno = 0;
       const double g = text.empty() ? -1 : std::strtod(text.c_str(), &end);
       if (text.empty() || errno != 0 || *end != '\0' || !std::isfinite(g) || g < 0 || g > max_grace)
-        usage_error("--grace takes a number of seconds from 0 to " + std::to_string(int(max_grace)) +
+        usage_error(std::string(name) + " takes a number of seconds from 0 to " + std::to_string(int(max_grace)) +
                     ", got '" + text + "'");
-      opt.grace_seconds = g;
+      (name == "--grace" ? opt.grace_seconds : opt.linger_seconds) = g;
     }
   }
   if (!have_ranks) usage_error("missing -n N, the number of ranks");
@@ -385,11 +393,12 @@ class job {
         return entry.starts_with(p) && (p != "TUTTI_NODE_ID=" || opt_.ranks_per_node > 0);
       });
     };
-    bool have_key = false, have_store = false;
+    bool have_key = false, have_store = false, have_line_buffered = false;
     for (char** e = environ; e && *e; ++e) {
       const std::string_view entry = *e;
       have_key |= entry.starts_with("TUTTI_JOB_KEY=") || entry.starts_with("TUTTI_JOB_KEY_FILE=");
       have_store |= entry.starts_with("TUTTI_STORE_ADDR=");
+      have_line_buffered |= entry.starts_with("TUTTI_LINE_BUFFERED=");
       if (!set_by_us(entry))
         environment_.push_back(*e);
     }
@@ -401,6 +410,7 @@ class job {
     if (!have_store)
       if (const auto port = free_loopback_port(); port != 0)
         shared_.push_back("TUTTI_STORE_ADDR=127.0.0.1:" + std::to_string(port));
+    if (!have_line_buffered) shared_.push_back("TUTTI_LINE_BUFFERED=1");  // core/log.hpp honours it
     for (auto& s : shared_) environment_.push_back(s.data());
   }
 
@@ -538,10 +548,12 @@ class job {
         }
 
     int timeout_ms = 1000;  // SIGCHLD wakes us; this is only a safety net
-    if (stopping_ && !killed_) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - steady::now()).count();
+    const auto until = [&](steady::time_point t) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(t - steady::now()).count();
       timeout_ms = static_cast<int>(std::clamp<long long>(left, 0, timeout_ms));
-    }
+    };
+    if (stopping_ && !killed_) until(deadline_);
+    if (lingering_ && !stopping_) until(linger_until_);
     const int ready = ::poll(fds.data(), fds.size(), timeout_ms);
     if (ready < 0 && errno != EINTR) {
       say("poll: " + errno_text(errno));
@@ -556,6 +568,11 @@ class job {
         if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) && r->streams[w].fd == fds[i].fd)
           read_once(*r, w);
       }
+    if (lingering_ && !stopping_ && running_ > 0 && steady::now() >= linger_until_) {
+      say("stopping " + plural(std::size_t(running_), "rank") + " still running " +
+          seconds_text(opt_.linger_seconds) + " after the first failure (SIGTERM)");
+      begin_stop(SIGTERM);
+    }
     if (stopping_ && !killed_ && steady::now() >= deadline_) {
       const auto still = static_cast<std::size_t>(running_);
       if (still > 0)
@@ -609,7 +626,12 @@ class job {
       }
       failed_ = true;
     }
-    if (failed_ && !stopping_) begin_stop(SIGTERM);
+    if (failed_ && !stopping_ && !lingering_) {
+      // The survivors get a moment to notice the loss and say so (peer_lost) before we stop them.
+      lingering_ = true;
+      linger_until_ = steady::now() + std::chrono::duration_cast<steady::duration>(
+                                          std::chrono::duration<double>(opt_.linger_seconds));
+    }
   }
 
   void begin_stop(int sig) {
@@ -725,6 +747,8 @@ class job {
   std::unordered_map<pid_t, int> by_pid_;
   int running_ = 0;
   bool failed_ = false;
+  bool lingering_ = false;            //!< a rank failed; the others get opt_.linger_seconds
+  steady::time_point linger_until_{};
   bool stopping_ = false;
   bool killed_ = false;
   int stop_signal_ = 0;

@@ -28,7 +28,8 @@ struct expected_dtype {
 constexpr expected_dtype table[] = {
     {dtype::f32, 4, "float", true},   {dtype::f64, 8, "double", true},  {dtype::f16, 2, "half", true},
     {dtype::bf16, 2, "bfloat16", true}, {dtype::i8, 1, "int8", false},  {dtype::i32, 4, "int32", false},
-    {dtype::i64, 8, "int64", false},  {dtype::u8, 1, "uint8", false},
+    {dtype::i64, 8, "int64", false},  {dtype::u8, 1, "uint8", false},  {dtype::i16, 2, "int16", false},
+    {dtype::u32, 4, "uint32", false}, {dtype::u64, 8, "uint64", false},
 };
 
 // Everything below is also checked at compile time: these are constexpr / type-level facts.
@@ -43,6 +44,15 @@ static_assert(tutti::dtype_of<std::int8_t> == dtype::i8);
 static_assert(tutti::dtype_of<std::int32_t> == dtype::i32);
 static_assert(tutti::dtype_of<std::int64_t> == dtype::i64);
 static_assert(tutti::dtype_of<std::uint8_t> == dtype::u8);
+// Every standard integer type by its size and signedness, whatever its name (issue 13, point 4).
+static_assert(tutti::dtype_of<std::int16_t> == dtype::i16 && tutti::dtype_of<short> == dtype::i16);
+static_assert(tutti::dtype_of<std::uint32_t> == dtype::u32 && tutti::dtype_of<unsigned> == dtype::u32);
+static_assert(tutti::dtype_of<std::uint64_t> == dtype::u64 && tutti::dtype_of<unsigned long long> == dtype::u64);
+static_assert(tutti::dtype_of<long long> == dtype::i64 && tutti::dtype_of<long> == tutti::dtype_of<std::int64_t>);
+static_assert(tutti::dtype_of<int> == dtype::i32 && tutti::dtype_of<signed char> == dtype::i8);
+static_assert(tutti::dtype_of<unsigned char> == dtype::u8 && tutti::dtype_of<const unsigned long> == dtype::u64);
+static_assert(tutti::dtype_of<char> == (std::is_signed_v<char> ? dtype::i8 : dtype::u8));
+static_assert(tutti::is_unsigned(dtype::u32) && !tutti::is_unsigned(dtype::i16) && !tutti::is_unsigned(dtype::f32));
 static_assert(std::is_trivially_copyable_v<half> && std::is_trivially_copyable_v<bfloat16>);
 // A const view can be made from a mutable one, never the other way round.
 static_assert(std::is_convertible_v<tutti::tensor_view, tutti::const_tensor_view>);
@@ -68,7 +78,7 @@ TEST_CASE("size_of, name_of and is_floating for every dtype") {
     for (dtype t : tutti::all_dtypes) seen += t == e.type ? 1 : 0;
     CHECK(seen == 1);
   }
-  CHECK_FALSE(tutti::is_valid(static_cast<dtype>(8)));
+  CHECK_FALSE(tutti::is_valid(static_cast<dtype>(11)));
   CHECK_FALSE(tutti::is_valid(static_cast<dtype>(255)));
 }
 

@@ -55,7 +55,9 @@ template <class T> T ref_apply(op o, T a, T b) {
 }
 
 template <class T> T ref_divide(T x, int ranks) {
-  if constexpr (std::is_integral_v<T>) {
+  if constexpr (std::is_unsigned_v<T>) {
+    return static_cast<T>(x / static_cast<T>(ranks));
+  } else if constexpr (std::is_integral_v<T>) {
     return static_cast<T>(static_cast<long long>(x) / ranks);  // C++ division truncates toward zero
   } else {
     using C = compute_t<T>;
@@ -74,7 +76,8 @@ template <class T> bool same_value(T x, T y) {
 }
 
 template <class T> std::string show(T x) {
-  if constexpr (std::is_integral_v<T>) return std::to_string(static_cast<long long>(x));
+  if constexpr (std::is_unsigned_v<T>) return std::to_string(static_cast<unsigned long long>(x));
+  else if constexpr (std::is_integral_v<T>) return std::to_string(static_cast<long long>(x));
   else return std::to_string(static_cast<double>(static_cast<compute_t<T>>(x)));
 }
 

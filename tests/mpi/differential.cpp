@@ -86,6 +86,9 @@ void for_each_type(F&& fn) {
   fn(std::type_identity<std::int32_t>{});
   fn(std::type_identity<std::int64_t>{});
   fn(std::type_identity<std::uint8_t>{});
+  fn(std::type_identity<std::int16_t>{});
+  fn(std::type_identity<std::uint32_t>{});
+  fn(std::type_identity<std::uint64_t>{});
   fn(std::type_identity<float>{});
   fn(std::type_identity<double>{});
 }
@@ -93,6 +96,9 @@ void for_each_type(F&& fn) {
 template <class T>
 MPI_Datatype mpi_type() {
   if constexpr (std::is_same_v<T, std::int8_t>) return MPI_INT8_T;
+  else if constexpr (std::is_same_v<T, std::int16_t>) return MPI_INT16_T;
+  else if constexpr (std::is_same_v<T, std::uint32_t>) return MPI_UINT32_T;
+  else if constexpr (std::is_same_v<T, std::uint64_t>) return MPI_UINT64_T;
   else if constexpr (std::is_same_v<T, std::int32_t>) return MPI_INT32_T;
   else if constexpr (std::is_same_v<T, std::int64_t>) return MPI_INT64_T;
   else if constexpr (std::is_same_v<T, std::uint8_t>) return MPI_UNSIGNED_CHAR;

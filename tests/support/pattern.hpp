@@ -28,7 +28,7 @@ inline long long pattern_value(int r, std::size_t i, op o) {
 //! Unsigned types get non-negative values.
 inline long long pattern_value(dtype t, int r, std::size_t i, op o) {
   const long long v = pattern_value(r, i, o);
-  return t == dtype::u8 ? (v < 0 ? -v : v) : v;
+  return is_unsigned(t) ? (v < 0 ? -v : v) : v;
 }
 
 template <class T>

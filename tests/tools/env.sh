@@ -54,7 +54,7 @@ env -u TUTTI_JOB_KEY -u TUTTI_JOB_KEY_FILE -u TUTTI_STORE_ADDR "$run" -n 2 sh -c
 env -u TUTTI_JOB_KEY -u TUTTI_JOB_KEY_FILE -u TUTTI_STORE_ADDR "$run" -n 1 sh -c "$print_store" \
   >"$tmp/store2.out" 2>&1 || fail "store variables: second launch failed"
 [[ $(sed 's/^\[rank [0-9]\] //' "$tmp/store1.out" | sort -u | wc -l) == 1 ]] || fail "ranks saw different keys or addresses"
-read -r key addr < <(sed 's/^\[rank 0\] //' "$tmp/store1.out" | head -1)
+read -r key addr < <(sed -n 's/^\[rank 0\] //p' "$tmp/store1.out")
 [[ $key =~ ^[0-9a-f]{64}$ ]] || fail "TUTTI_JOB_KEY '$key' is not 64 hex digits"
 [[ $addr =~ ^127\.0\.0\.1:[0-9]+$ ]] || fail "TUTTI_STORE_ADDR '$addr' is not 127.0.0.1:port"
 read -r key2 _ < <(sed 's/^\[rank 0\] //' "$tmp/store2.out")

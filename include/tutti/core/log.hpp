@@ -2,6 +2,7 @@
 #pragma once
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -52,5 +53,18 @@ inline void log(log_level level, int rank, std::string_view message) {
   line += '\n';
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
+
+namespace detail {
+//! Under a launcher that pipes stdout (tutti-run sets TUTTI_LINE_BUFFERED=1), stdout would be
+//! fully buffered: what a rank printed just before it crashed would die in the buffer. Made line
+//! buffered before main() runs (this initialiser runs once per program, before anything of the
+//! program's own can have written to stdout through stdio in the usual case). TUTTI_LINE_BUFFERED=0
+//! or unset leaves stdio alone.
+inline const bool stdout_line_buffered = [] {
+  const char* v = std::getenv("TUTTI_LINE_BUFFERED");
+  if (!v || std::string_view(v) != "1") return false;
+  return std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ) == 0;
+}();
+}  // namespace detail
 
 }  // namespace tutti

@@ -82,6 +82,9 @@ void reduce_dispatch(dtype t, void* out, const void* a, const void* b, std::size
     case dtype::i32: return reduce_loop<Op, std::int32_t>(out, a, b, n);
     case dtype::i64: return reduce_loop<Op, std::int64_t>(out, a, b, n);
     case dtype::u8: return reduce_loop<Op, std::uint8_t>(out, a, b, n);
+    case dtype::i16: return reduce_loop<Op, std::int16_t>(out, a, b, n);
+    case dtype::u32: return reduce_loop<Op, std::uint32_t>(out, a, b, n);
+    case dtype::u64: return reduce_loop<Op, std::uint64_t>(out, a, b, n);
   }
 }
 
@@ -133,6 +136,9 @@ inline void finish_avg(dtype t, void* buf, std::size_t n, int ranks) noexcept {
     case dtype::i32: return detail::divide_loop<std::int32_t>(buf, n, ranks);
     case dtype::i64: return detail::divide_loop<std::int64_t>(buf, n, ranks);
     case dtype::u8: return detail::divide_loop<std::uint8_t>(buf, n, ranks);
+    case dtype::i16: return detail::divide_loop<std::int16_t>(buf, n, ranks);
+    case dtype::u32: return detail::divide_loop<std::uint32_t>(buf, n, ranks);
+    case dtype::u64: return detail::divide_loop<std::uint64_t>(buf, n, ranks);
   }
 }
 
