@@ -13,7 +13,9 @@
 #include <boost/hana/tuple.hpp>
 #include <boost/hana/type.hpp>
 
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <ranges>
@@ -25,6 +27,7 @@
 
 #include "tutti/algorithm/concepts.hpp"
 #include "tutti/algorithm/context.hpp"
+#include "tutti/bootstrap/rank_info.hpp"
 #include "tutti/codec/concepts.hpp"
 #include "tutti/codec/none.hpp"
 #include "tutti/core/collective.hpp"
@@ -160,20 +163,27 @@ class communicator {
 
   //! Uses a transport that the caller owns and keeps alive longer than the communicator.
   explicit communicator(transport_type& transport, communicator_options options = communicator_options::from_env())
-      : transport_(&transport), options_(options) {}
+      : transport_(&transport), options_(options) {
+    announce("made by the caller");
+  }
   //! Owns its transport.
   explicit communicator(std::unique_ptr<transport_type> transport,
                         communicator_options options = communicator_options::from_env())
-      : owned_(std::move(transport)), transport_(owned_.get()), options_(options) {
-    if (!transport_) throw invalid_argument("tutti::communicator: null transport");
-  }
+      : communicator(std::move(transport), options, "made by the caller") {}
 
   //! Builds the transport from the launcher's environment (tutti-run, mpirun, srun, torchrun),
-  //! for transports that can (`Transport::from_env()`), e.g. transport::shm.
+  //! for transports that can (`Transport::from_env()`), e.g. transport::shm. A process that no
+  //! launcher started runs alone (rank 0 of 1), and says so in a warning.
   [[nodiscard]] static communicator from_env(communicator_options options = communicator_options::from_env())
     requires requires { transport_type::from_env(); }
   {
-    return communicator(transport_type::from_env(), options);
+    const auto info = rank_info_from_env();
+    if (info.launcher == "none")
+      log(log_level::warn, 0,
+          "no launcher's variables found (TUTTI_RANK, RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID): this "
+          "process runs alone, as rank 0 of 1; start it with tutti-run -n N, mpirun, srun or torchrun");
+    return communicator(transport_type::from_env(), options,
+                        "launcher " + info.launcher + ", job " + (info.job_id.empty() ? "-" : info.job_id));
   }
 
   [[nodiscard]] int rank() const noexcept { return transport_->rank(); }
@@ -367,6 +377,41 @@ class communicator {
     return "send and recv buffers overlap without being the in-place layout";
   }
 
+  communicator(std::unique_ptr<transport_type> transport, communicator_options options, const std::string& origin)
+      : owned_(std::move(transport)), transport_(owned_.get()), options_(options) {
+    if (!transport_) throw invalid_argument("tutti::communicator: null transport");
+    announce(origin);
+  }
+
+  //! At info, one line per communicator: who it is, what it is made of, where it runs.
+  void announce(const std::string& origin) const {
+    if (!log_enabled(log_level::info)) return;
+    std::string line = "communicator: rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
+                       "; transport " + transport_type::name + " (" + origin + "); algorithm " +
+                       std::string(algorithm_type::name) + "; codec " + std::string(codec_type::name) +
+                       "; fusion " + std::string(fusion_type::name);
+    if constexpr (requires(const transport_type& t) { t.nodes().members; }) {
+      const auto& members = transport_->nodes().members;
+      line += "; " + std::to_string(members.size()) + " node(s) of";
+      for (const auto& m : members) line += " " + std::to_string(m.size());
+      line += " rank(s)";
+    }
+    if constexpr (requires(const transport_type& t) { std::string(t.node_id()); })
+      line += "; node " + std::string(transport_->node_id());
+    log(log_level::info, rank(), line);
+  }
+
+  //! "allreduce #5: 1048576 float, op sum, algorithm ring" (no rank: the logger prefixes it).
+  [[nodiscard]] std::string summary(const collective_descriptor& d) const {
+    const auto kind = static_cast<collective>(d.kind);
+    std::string text = std::string(name_of(kind)) + " #" + std::to_string(d.sequence) + ": " +
+                       std::to_string(d.count) + " " + std::string(name_of(static_cast<dtype>(d.type)));
+    if (kind == collective::allreduce || kind == collective::reduce_scatter || kind == collective::reduce)
+      text += ", op " + std::string(name_of(static_cast<op>(d.reduction)));
+    if (d.root >= 0) text += ", root " + std::to_string(d.root);
+    return text + ", algorithm " + std::string(algorithm_type::name);
+  }
+
   //! Checks arguments here and across ranks, then runs the algorithm under one deadline.
   template <class F>
   void run(const collective_descriptor& d, const std::string& bad, F&& body) {
@@ -388,8 +433,17 @@ class communicator {
       }
       throw invalid_argument(where(d) + bad);
     }
-    if (log_enabled(log_level::trace)) log(log_level::trace, rank(), where(d) + detail::describe_field(d, 3));
+    // debug: one line per collective, with its duration; trace: its start too.
+    const bool timed = log_enabled(log_level::debug);
+    if (log_enabled(log_level::trace)) log(log_level::trace, rank(), "start " + summary(d));
+    const auto started = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     guarded(d, "", [&] { body(c); });
+    if (timed) {
+      char took[32];
+      std::snprintf(took, sizeof took, "%.3f ms",
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+      log(log_level::debug, rank(), summary(d) + ": " + took);
+    }
   }
 
   //! A failure in the middle of a collective leaves buffers partly written and operations posted:
