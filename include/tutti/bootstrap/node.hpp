@@ -33,7 +33,7 @@ namespace tutti {
 //! FNV-1a: ranks compare node ids as 64-bit hashes (a fixed-size message).
 [[nodiscard]] inline std::uint64_t node_hash(std::string_view id) noexcept {
   std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : id) h = (h ^ ch) * 1099511628211ull;
+  for (char c : id) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   return h;
 }
 

@@ -72,11 +72,11 @@ inline bool launcher_present(const launcher_vars& l) {
 //! id — ranks started together by one local launcher share their parent. Only [A-Za-z0-9_-] kept.
 [[nodiscard]] inline std::string job_id_from_env() {
   std::string id;
-  if (auto v = config::raw("TUTTI_JOB_ID")) id = *v;
-  else if (auto v = config::raw("OMPI_MCA_ess_base_jobid")) id = "ompi-" + *v;
-  else if (auto v = config::raw("PMIX_NAMESPACE")) id = "pmix-" + *v;
-  else if (auto v = config::raw("SLURM_JOB_ID")) id = "slurm-" + *v + "-" + config::raw("SLURM_STEP_ID").value_or("0");
-  else if (auto v = config::raw("TORCHELASTIC_RUN_ID")) id = "torch-" + *v;
+  if (auto tutti_id = config::raw("TUTTI_JOB_ID")) id = *tutti_id;
+  else if (auto ompi = config::raw("OMPI_MCA_ess_base_jobid")) id = "ompi-" + *ompi;
+  else if (auto pmix = config::raw("PMIX_NAMESPACE")) id = "pmix-" + *pmix;
+  else if (auto slurm = config::raw("SLURM_JOB_ID")) id = "slurm-" + *slurm + "-" + config::raw("SLURM_STEP_ID").value_or("0");
+  else if (auto torch = config::raw("TORCHELASTIC_RUN_ID")) id = "torch-" + *torch;
   else id = "ppid-" + std::to_string(static_cast<long>(::getppid()));
   for (char& c : id)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) c = '_';

@@ -93,8 +93,8 @@ class multi_node : private multi_node_detail::job_scope, public node_aware<shm, 
   }
 
   //! Over an existing store; `scope` must be the same on every rank and unused in that store.
-  multi_node(const rank_info& info, std::shared_ptr<bootstrap::tcp_store> store, std::string scope)
-      : multi_node(info, store, scope, multi_node_detail::build(info, *store, scope)) {}
+  multi_node(const rank_info& info, std::shared_ptr<bootstrap::tcp_store> store, std::string key_scope)
+      : multi_node(info, store, key_scope, multi_node_detail::build(info, *store, key_scope)) {}
 
   //! The store this transport's ranks share (for user keys, e.g. a checkpoint path).
   [[nodiscard]] bootstrap::tcp_store& store() noexcept { return *job_scope::store; }
@@ -125,9 +125,9 @@ class multi_node : private multi_node_detail::job_scope, public node_aware<shm, 
   }
 
  private:
-  multi_node(const rank_info& info, std::shared_ptr<bootstrap::tcp_store> store, std::string scope,
+  multi_node(const rank_info& info, std::shared_ptr<bootstrap::tcp_store> store, std::string key_scope,
              multi_node_detail::parts p)
-      : multi_node_detail::job_scope{std::move(store), std::move(scope)},
+      : multi_node_detail::job_scope{std::move(store), std::move(key_scope)},
         node_aware<shm, ucx>(std::move(p.map), info.rank, std::move(p.intra), std::move(p.inter)) {}
 };
 

@@ -216,7 +216,7 @@ inline void set_nodelay(int fd) noexcept {
         if (auto fd = connect_once(*a, until, error)) return fd;
     }
     // Sleep between half and all of the current delay, so ranks started together spread out.
-    const auto sleep = milliseconds(delay.count() / 2 + static_cast<long long>(jitter() % (delay.count() / 2 + 1)));
+    const auto sleep = milliseconds(delay.count() / 2 + static_cast<long long>(jitter() % static_cast<std::uint64_t>(delay.count() / 2 + 1)));
     const auto left = duration_cast<milliseconds>(until.at() - steady_clock::now());
     if (left <= milliseconds(0)) break;
     std::this_thread::sleep_for(std::min(sleep, left));

@@ -79,9 +79,9 @@ class fabric {
  public:
   explicit fabric(int world_size)
       : world_(world_size),
-        channels_(std::make_unique<channel[]>(static_cast<std::size_t>(world_size) * world_size)),
+        channels_(std::make_unique<channel[]>(static_cast<std::size_t>(world_size) * static_cast<std::size_t>(world_size))),
         gone_(std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(world_size))) {
-    for (int r = 0; r < world_size; ++r) gone_[r].store(false);
+    for (std::size_t r = 0; r < static_cast<std::size_t>(world_size); ++r) gone_[r].store(false);
   }
 
   [[nodiscard]] int world_size() const noexcept { return world_; }
@@ -103,11 +103,15 @@ class fabric {
     (op->is_send ? ch.sends : ch.recvs).remove(op);
   }
 
-  void leave(int rank) noexcept { gone_[rank].store(true, std::memory_order_release); }
-  [[nodiscard]] bool gone(int rank) const noexcept { return gone_[rank].load(std::memory_order_acquire); }
+  void leave(int rank) noexcept { gone_[static_cast<std::size_t>(rank)].store(true, std::memory_order_release); }
+  [[nodiscard]] bool gone(int rank) const noexcept {
+    return gone_[static_cast<std::size_t>(rank)].load(std::memory_order_acquire);
+  }
 
  private:
-  channel& between(int src, int dst) noexcept { return channels_[static_cast<std::size_t>(src) * world_ + dst]; }
+  channel& between(int src, int dst) noexcept {
+    return channels_[static_cast<std::size_t>(src) * static_cast<std::size_t>(world_) + static_cast<std::size_t>(dst)];
+  }
 
   void post(channel& ch, op_state* op, bool is_send, int self) {
     std::lock_guard lock(ch.mutex);
