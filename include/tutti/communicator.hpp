@@ -197,7 +197,9 @@ class communicator {
   // ---- allreduce: out[i] = op over ranks of in[i] ----------------------------------------------
   void allreduce(const_tensor_view in, tensor_view out, op o) {
     static_assert(has_allreduce<algorithm_type, context_type>,
-                  "tutti::communicator<...>::allreduce: the Algorithm does not implement allreduce");
+                  "tutti::communicator<...>::allreduce: the Algorithm does not implement allreduce, or its signature differs; "
+                  "expected: static void allreduce(Context&, const void* in, void* out, std::size_t count, tutti::dtype, tutti::op); built algorithms that have it: ring, direct, tree, halving_doubling, hierarchical<I, X>, automatic "
+                  "(the note below names the Algorithm)");
     auto d = describe(collective::allreduce, in.type, o, in.count, -1);
     std::string bad = check_common(d, in, out);
     if (bad.empty() && in.count != out.count)
@@ -217,7 +219,9 @@ class communicator {
   // ---- reduce_scatter: in has size()*n elements; out gets this rank's n reduced elements ------------
   void reduce_scatter(const_tensor_view in, tensor_view out, op o) {
     static_assert(has_reduce_scatter<algorithm_type, context_type>,
-                  "tutti::communicator<...>::reduce_scatter: the Algorithm does not implement reduce_scatter");
+                  "tutti::communicator<...>::reduce_scatter: the Algorithm does not implement reduce_scatter, or its signature differs; "
+                  "expected: static void reduce_scatter(Context&, const void* in, void* out, std::size_t count_per_rank, tutti::dtype, tutti::op); built algorithms that have it: ring, direct, halving_doubling, hierarchical<I, X> (when both have it) "
+                  "(the note below names the Algorithm)");
     auto d = describe(collective::reduce_scatter, in.type, o, out.count, -1);
     std::string bad = check_common(d, in, out);
     const std::size_t n = static_cast<std::size_t>(size());
@@ -238,7 +242,9 @@ class communicator {
   // ---- allgather: out has size()*n elements, rank i's n elements at out + i*n ----------------------
   void allgather(const_tensor_view in, tensor_view out) {
     static_assert(has_allgather<algorithm_type, context_type>,
-                  "tutti::communicator<...>::allgather: the Algorithm does not implement allgather");
+                  "tutti::communicator<...>::allgather: the Algorithm does not implement allgather, or its signature differs; "
+                  "expected: static void allgather(Context&, const void* in, void* out, std::size_t count_per_rank, tutti::dtype); built algorithms that have it: ring, direct, halving_doubling, hierarchical<I, X> (when both have it) "
+                  "(the note below names the Algorithm)");
     auto d = describe(collective::allgather, in.type, op::sum, in.count, -1);
     std::string bad = check_common(d, in, out);
     const std::size_t n = static_cast<std::size_t>(size());
@@ -260,7 +266,9 @@ class communicator {
   //! Out of place: `in` is read on root only (other ranks may pass an empty view); `out` everywhere.
   void broadcast(const_tensor_view in, tensor_view out, int root) {
     static_assert(has_broadcast<algorithm_type, context_type>,
-                  "tutti::communicator<...>::broadcast: the Algorithm does not implement broadcast");
+                  "tutti::communicator<...>::broadcast: the Algorithm does not implement broadcast, or its signature differs; "
+                  "expected: static void broadcast(Context&, const void* in, void* out, std::size_t count, tutti::dtype, int root); built algorithms that have it: ring, direct, tree, halving_doubling, hierarchical<I, X> (when both have it) "
+                  "(the note below names the Algorithm)");
     auto d = describe(collective::broadcast, out.type, op::sum, out.count, root);
     const bool is_root = root == rank();
     std::string bad = check_common(d, is_root ? in : const_tensor_view(out), out);
@@ -283,7 +291,9 @@ class communicator {
   //! in and out are the same buffer.
   void reduce(const_tensor_view in, tensor_view out, op o, int root) {
     static_assert(has_reduce<algorithm_type, context_type>,
-                  "tutti::communicator<...>::reduce: the Algorithm does not implement reduce");
+                  "tutti::communicator<...>::reduce: the Algorithm does not implement reduce, or its signature differs; "
+                  "expected: static void reduce(Context&, const void* in, void* out, std::size_t count, tutti::dtype, tutti::op, int root); built algorithms that have it: ring, direct, tree, halving_doubling, hierarchical<I, X> (when both have it) "
+                  "(the note below names the Algorithm)");
     auto d = describe(collective::reduce, in.type, o, in.count, root);
     const bool is_root = root == rank();
     std::string bad = check_common(d, in, is_root ? out : tensor_view(nullptr, 0, in.type));
@@ -305,7 +315,9 @@ class communicator {
   //! in and out both hold size() blocks of the same length; in place when they are the same buffer.
   void alltoall(const_tensor_view in, tensor_view out) {
     static_assert(has_alltoall<algorithm_type, context_type>,
-                  "tutti::communicator<...>::alltoall: the Algorithm does not implement alltoall");
+                  "tutti::communicator<...>::alltoall: the Algorithm does not implement alltoall, or its signature differs; "
+                  "expected: static void alltoall(Context&, const void* in, void* out, std::size_t count_per_rank, tutti::dtype); built algorithms that have it: ring, direct, halving_doubling, hierarchical<I, X> "
+                  "(the note below names the Algorithm)");
     const std::size_t n = static_cast<std::size_t>(size());
     auto d = describe(collective::alltoall, in.type, op::sum, in.count / n, -1);
     std::string bad = check_common(d, in, out);
@@ -326,7 +338,9 @@ class communicator {
   // ---- barrier: returns once every rank has entered it ------------------------------------------
   void barrier() {
     static_assert(has_barrier<algorithm_type, context_type>,
-                  "tutti::communicator<...>::barrier: the Algorithm does not implement barrier");
+                  "tutti::communicator<...>::barrier: the Algorithm does not implement barrier, or its signature differs; "
+                  "expected: static void barrier(Context&); built algorithms that have it: ring, direct, tree, halving_doubling, hierarchical<I, X> (when both have it) "
+                  "(the note below names the Algorithm)");
     auto d = describe(collective::barrier, dtype::u8, op::sum, 0, -1);
     run(d, std::string{}, [&](context_type& c) {
       if constexpr (has_barrier<algorithm_type, context_type>) algorithm_type::barrier(c);
@@ -383,11 +397,17 @@ class communicator {
     announce(origin);
   }
 
+  //! The transport concept does not ask for a name: a user's transport may have none.
+  [[nodiscard]] static std::string transport_name() {
+    if constexpr (requires { std::string(transport_type::name); }) return std::string(transport_type::name);
+    else return "(a transport without a name)";
+  }
+
   //! At info, one line per communicator: who it is, what it is made of, where it runs.
   void announce(const std::string& origin) const {
     if (!log_enabled(log_level::info)) return;
     std::string line = "communicator: rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
-                       "; transport " + transport_type::name + " (" + origin + "); algorithm " +
+                       "; transport " + transport_name() + " (" + origin + "); algorithm " +
                        std::string(algorithm_type::name) + "; codec " + std::string(codec_type::name) +
                        "; fusion " + std::string(fusion_type::name);
     if constexpr (requires(const transport_type& t) { t.nodes().members; }) {

@@ -68,3 +68,29 @@ TEST_CASE("algorithm::automatic over inproc is ring, and works") {
   });
   for (auto& e : errors) CHECK_FALSE(e);
 }
+
+TEST_CASE("sub-communicators over transport::group: two disjoint groups and the parent, in turn") {
+  using sub_comm = communicator<tr::group<tr::inproc>, al::ring>;
+  auto errors = tr::inproc::run(4, [](tr::inproc& t) {
+    a parent(t);
+    const bool even = t.rank() % 2 == 0;
+    tr::group<tr::inproc> g(t, even ? std::vector<int>{0, 2} : std::vector<int>{1, 3});
+    sub_comm sub(g);
+    CHECK(sub.size() == 2);
+    CHECK(sub.rank() == t.rank() / 2);
+    for (int round = 0; round < 3; ++round) {
+      std::vector<int> v(1001, t.rank() + round);
+      sub.allreduce(v, tutti::op::sum);  // evens: 0+2, odds: 1+3 (plus 2 x round)
+      CHECK(v[1000] == (even ? 2 : 4) + 2 * round);
+      std::vector<int> w(7, t.rank());
+      parent.allreduce(w, tutti::op::sum);
+      CHECK(w[6] == 6);
+      sub.broadcast(w, 1);  // the group's rank 1: parent rank 2 or 3
+      CHECK(w[0] == 6);
+    }
+    std::vector<int> z(5, 1);
+    sub.allreduce(z, tutti::op::sum);
+    CHECK(z[4] == 2);
+  });
+  for (auto& e : errors) CHECK_FALSE(e);
+}

@@ -28,6 +28,7 @@ class group {
  public:
   using tutti_role = role::transport;
   using request = typename Parent::request;
+  static constexpr const char* name = "group";
   static constexpr transport_traits traits{Parent::traits.intra_node, Parent::traits.device_memory, false};
 
   group() = default;
