@@ -3,5 +3,6 @@
 #include "tutti/transport/shm/allocator.hpp"
 #include "tutti/transport/shm/layout.hpp"
 #include "tutti/transport/shm/pool.hpp"
+#include "tutti/transport/shm/registered_buffer.hpp"
 #include "tutti/transport/shm/segment.hpp"
 #include "tutti/transport/shm/transport.hpp"

@@ -14,12 +14,14 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -48,6 +50,7 @@ struct shm_options {
   std::size_t slot_bytes = 64 << 10;     //!< TUTTI_SHM_SLOT_BYTES: fragment size
   std::size_t stage_bytes = 1 << 20;     //!< TUTTI_SHM_STAGE_BYTES: each of two staging buffers (one-sided algorithms)
   std::size_t pool_bytes = 256 << 20;    //!< TUTTI_SHM_POOL_BYTES: registered memory for allocate() (tmpfs, used lazily)
+  bool debug_pool = false;               //!< TUTTI_DEBUG_POOL: poison and protect freed blocks (pool.hpp)
   std::chrono::nanoseconds bootstrap_timeout = std::chrono::seconds(300);  //!< TUTTI_TIMEOUT
 
   [[nodiscard]] static shm_options from_env() {
@@ -57,6 +60,7 @@ struct shm_options {
     o.slot_bytes = (o.slot_bytes + 63) & ~std::size_t{63};
     o.stage_bytes = (config::bytes("TUTTI_SHM_STAGE_BYTES", o.stage_bytes, 4096, std::size_t{1} << 32) + 63) & ~std::size_t{63};
     o.pool_bytes = (config::bytes("TUTTI_SHM_POOL_BYTES", o.pool_bytes, 0, std::size_t{1} << 40) + 4095) & ~std::size_t{4095};
+    o.debug_pool = config::flag("TUTTI_DEBUG_POOL", false);
     o.bootstrap_timeout = config::timeout();
     return o;
   }
@@ -118,7 +122,7 @@ class shm {
         expected_(static_cast<std::size_t>(info.world_size), 0),
         sends_(static_cast<std::size_t>(info.world_size)),
         recvs_(static_cast<std::size_t>(info.world_size)),
-        pool_(options.pool_bytes) {
+        pool_(options.pool_bytes, options.debug_pool) {
     info.validate();
     if (info.job_id.empty())
       throw invalid_argument("rank " + std::to_string(rank_) +
@@ -241,19 +245,41 @@ class shm {
   [[nodiscard]] std::byte* pool(int r) const noexcept { return bases_[static_cast<std::size_t>(r)] + layout_.pool_offset(); }
 
   //! Memory in this rank's registered region: peers can read it without a copy. Throws
-  //! invalid_argument when the pool (TUTTI_SHM_POOL_BYTES) has no block that large.
+  //! invalid_argument when the pool (TUTTI_SHM_POOL_BYTES) has no block that large. Prefer
+  //! registered_buffer<T> (registered_buffer.hpp), which gives the block back by itself.
   [[nodiscard]] void* allocate(std::size_t bytes) {
+    std::size_t offset = 0;
     try {
-      return pool(rank_) + pool_.allocate(bytes);
+      offset = pool_.allocate(bytes);
     } catch (const invalid_argument& e) {
       throw invalid_argument("rank " + std::to_string(rank_) + ": " + e.what());
     }
+    std::byte* p = pool(rank_) + offset;
+    if (pool_.debug()) protect(p, pool_.block_size(offset), PROT_READ | PROT_WRITE, "allocate");
+    return p;
   }
+  //! Gives back a block from allocate(). A pointer that is not one (double free, a pointer into
+  //! the middle of a block, a foreign pointer) is an invalid_argument naming the rank and pointer.
   void deallocate(void* p) {
     auto* b = static_cast<std::byte*>(p);
+    const auto where = [&] {
+      char text[40];
+      std::snprintf(text, sizeof text, "%p", p);
+      return "rank " + std::to_string(rank_) + ": transport::shm::deallocate(" + text + "): ";
+    };
     if (b < pool(rank_) || b >= pool(rank_) + layout_.pool_bytes)
-      throw invalid_argument("rank " + std::to_string(rank_) + ": transport::shm::deallocate of a pointer it did not allocate");
-    pool_.deallocate(static_cast<std::size_t>(b - pool(rank_)));
+      throw invalid_argument(where() + "this pointer is not in this rank's registered pool (it was not returned by "
+                                       "allocate of this transport)");
+    std::size_t size = 0;
+    try {
+      size = pool_.deallocate(static_cast<std::size_t>(b - pool(rank_)));
+    } catch (const invalid_argument& e) {
+      throw invalid_argument(where() + e.what());
+    }
+    if (pool_.debug()) {
+      std::memset(b, 0xDB, size);  // what a read through a kept pointer would see, were it allowed
+      protect(b, size, PROT_NONE, "deallocate");
+    }
   }
 
   //! Offset of [p, p + bytes) from this rank's segment base when it lies in memory handed out by
@@ -416,6 +442,13 @@ class shm {
       return ::poll(&pfd, 1, 0) > 0;
     }
     return h && ::kill(h->pid, 0) != 0 && errno == ESRCH;  // kernels without pidfd_open
+  }
+
+  //! Debug pool: page protection of a block of this rank's pool (whole pages in that mode).
+  void protect(std::byte* p, std::size_t bytes, int prot, const char* during) const {
+    if (::mprotect(p, bytes, prot) != 0)
+      throw transport_error("rank " + std::to_string(rank_) + ": TUTTI_DEBUG_POOL: mprotect during " + during +
+                            " failed: " + std::strerror(errno));
   }
 
   op_state* acquire(int peer, std::uint64_t tag, std::size_t bytes, bool is_send) {
