@@ -115,7 +115,8 @@ def make_jobs(args: argparse.Namespace) -> list[Job]:
                 cmd = [str(args.tutti_run), "-n", str(w.ranks)]
                 if w.per_node:
                     cmd += ["--ranks-per-node", str(w.per_node)]
-                cmd += ["--no-prefix", "--", str(args.tutti_bench), "-T", "shm", "-a", a, "-C", c,
+                cmd += ["--no-prefix", "--", str(args.tutti_bench), "--transport", "shm", "--algorithm", a,
+                        "--collective", c,
                         "-b", str(first_size(args)), "-e", str(args.max_bytes), "-f", str(args.factor),
                         "-n", str(args.iters), "-w", str(args.warmup), "-d", args.dtype]
                 if c not in ("allgather", "broadcast", "alltoall"):
@@ -124,8 +125,6 @@ def make_jobs(args: argparse.Namespace) -> list[Job]:
                     cmd += ["-r", str(args.root % w.ranks)]
                 if args.registered:
                     cmd += ["-R", "1"]
-                if args.in_place:
-                    cmd += ["-i", "1"]
                 key = f"{w.key}/{c}/{a}"
                 jobs.append(Job(w, c, a, Peer(key, f"w{w.key} {c} {a}", cmd, dict(env))))
     return jobs
@@ -371,7 +370,8 @@ def main() -> int:
     ap.add_argument("--root", type=int, default=0, help="root of broadcast and reduce, modulo the world (default 0)")
     ap.add_argument("--registered", action="store_true",
                     help="-R 1: registered buffers (TUTTI_SHM_POOL_BYTES raised to fit --max-bytes)")
-    ap.add_argument("--in-place", action="store_true", help="-i 1: in-place buffers")
+    ap.add_argument("--in-place", action="store_true",
+                    help="report tutti-bench's in-place columns (every row runs both ways)")
     ap.add_argument("--build-dir", type=Path, default=REPO / "build",
                     help="where tools/tutti-run and bench/tutti-bench are, or are built (default build/)")
     ap.add_argument("--tutti-run", type=Path, default=None, help="tutti-run to use (default BUILD_DIR/tools/tutti-run)")
@@ -430,6 +430,8 @@ def main() -> int:
                 continue
             print(f"sweep: rep {rep + 1}/{args.reps}  {job.peer.label:<{width}} ", end="", file=sys.stderr, flush=True)
             run = run_once(job.peer, args.timeout, args.wait_idle)
+            if args.in_place:  # the in-place figures of each row, printed beside the out-of-place ones
+                run["rows"] = [{**r, **r["in_place"]} for r in run["rows"] if "in_place" in r]
             run.update(rep=rep + 1, world=job.world.key, collective=job.collective, algorithm=job.algorithm)
             m = UNSUPPORTED.search(run.get("stderr_tail") or "")
             if not run["ok"] and m:
@@ -533,15 +535,23 @@ def main() -> int:
         json.dump(dict(meta=meta, median=median_json, ranking=winners_json, runs=runs), f, indent=1)
     md_path.write_text(md_text)
     log_path.write_text("\n".join(log) + "\n")
+    try:
+        import matplotlib  # noqa: F401  (the plots are optional; the tables above are the result)
+        have_matplotlib = True
+    except ImportError:
+        have_matplotlib = False
+        notes.append("plots skipped: matplotlib is not installed (pip install -r bench/peers/requirements-pip.txt); "
+                     "the tables and the JSON are complete")
     for w in args.worlds:
-        plot(med, jobs_run, w, args.collectives, args.algorithms, png_paths[w], f"{w.label} — {title}")
+        if have_matplotlib:
+            plot(med, jobs_run, w, args.collectives, args.algorithms, png_paths[w], f"{w.label} — {title}")
 
     for c in args.collectives:
         print(f"{c}: winner by size and world\n\n{winner_matrix(med, jobs_run, args.worlds, c)}\n")
     for n in notes:
         print("- " + n)
-    print(f"\nsweep: wrote {md_path}, {json_path}, {log_path}, " + ", ".join(str(p) for p in png_paths.values()),
-          file=sys.stderr)
+    pngs = ", ".join(str(p) for p in png_paths.values()) if have_matplotlib else "no plots"
+    print(f"\nsweep: wrote {md_path}, {json_path}, {log_path}, {pngs}", file=sys.stderr)
     return 1 if failures or wrong else 0
 
 

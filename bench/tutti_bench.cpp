@@ -1,10 +1,12 @@
 //! @file tutti_bench.cpp  tutti-bench: an nccl-tests-style size sweep of one collective.
 //!
-//! Flags and the printed table follow nccl-tests (-b -e -f -n -w -c -d -o; time, algbw, busbw,
-//! #wrong), so numbers compare with what users already know. tutti adds -T transport (inproc:
-//! -t ranks are threads of this process; shm: this process is one rank of a job started by
-//! tutti-run), -C collective, -a algorithm, -K simulated nodes (inproc), -R registered buffers and
-//! -M, the machine's memcpy bandwidth as a reference. Time is the max over ranks of each rank's mean time per iteration.
+//! Flags and the printed table follow nccl-tests (-b -e -i -f -t -g -n -w -m -a -c -z -d -o -r -R
+//! -T with nccl-tests' meanings; out-of-place and in-place side by side: time, algbw, busbw,
+//! #wrong), so numbers compare with what users already know. tutti's own options are long:
+//! --transport (inproc: -t ranks are threads of this process; shm: this process is one rank of a
+//! job started by a launcher, the default under one), --collective, --algorithm, --ranks-per-node
+//! (simulated nodes, inproc) and --membw (the machine's memcpy bandwidth as a reference). Time is
+//! each rank's mean time per collective, aggregated over ranks as -a says (default: the mean).
 //!
 //! This file holds the program: the per-rank loop, one runner per (transport, algorithm) and main.
 //! The flags, the table, the expected values and the buffers live in bench/support/.
@@ -43,7 +45,7 @@
 // ---- heap allocations per thread, to show that timed loops allocate nothing --------------------
 // Replacing the global operator new is the only way to see allocations made inside the library.
 // The array, nothrow and array-delete forms of libstdc++ forward to these. Per thread, because
-// inproc ranks are threads; under -T shm the one rank is the main thread.
+// inproc ranks are threads; under a launcher the one rank is the main thread.
 namespace {
 thread_local std::uint64_t heap_allocations = 0;  // trivially initialised: safe inside operator new
 }  // namespace
@@ -98,7 +100,7 @@ class bench_comm {
   virtual void barrier() = 0;
   //! The per-row figures (f64, in place).
   virtual void allreduce(double* data, std::size_t count, op o) = 0;
-  //! `bytes` of the transport's registered memory; only called when the transport has some (-R 1 needs -T shm).
+  //! `bytes` of the transport's registered memory; only called when the transport has some (-R 1 needs --transport shm).
   [[nodiscard]] virtual buffer registered(std::size_t bytes, int fill) = 0;
 };
 
@@ -171,26 +173,24 @@ buffer_sizes buffer_sizes_of(const options& o, std::size_t max_size) {
   // Out of place: send holds this rank's input (the whole buffer except for allgather), recv the
   // output (everything except for reduce_scatter; reduce's is read on root only). In place: one
   // buffer of the total size.
+  // Both are made: every row runs out of place, then in place in recv.
   const bool gather = o.coll->kind == collective_kind::allgather;
-  const bool scatter = o.coll->kind == collective_kind::reduce_scatter;
-  return {o.in_place ? 0 : gather ? per_rank : big.bytes, o.in_place || !scatter ? big.bytes : per_rank};
+  return {gather ? per_rank : big.bytes, big.bytes};
 }
 
-//! One rank's sweep: warm-up, then per row warm-up, barrier, timed loop, checked iteration, and
-//! two small allreduces that give every rank the row's figures (max time; wrong and allocations
-//! summed). Rank 0 prints.
+//! One rank's sweep: warm-up, then per row and per mode (out of place, in place) warm-up, barrier,
+//! timed loop, checked iteration, and two small allreduces that give every rank the row's figures
+//! (time aggregated as -a says; wrong and allocations summed). Rank 0 prints.
 class rank_bench {
  public:
   rank_bench(bench_comm& comm, const options& o, std::size_t max_size, double membw_gbs)
       : comm_(comm), o_(o), n_(comm.size()), r_(comm.rank()), esz_(tutti::size_of(o.type)), membw_(membw_gbs) {
     const buffer_sizes b = buffer_sizes_of(o, max_size);
     recv_ = make_buffer(b.recv, 0);
-    if (!o.in_place) {
-      send_ = make_buffer(b.send, 0);
-      tutti::visit(o.type, [&]<class T>(std::type_identity<T>) {
-        fill<T>(send_.get(), b.send / esz_, input_table<T>(r_, o.reduction));
-      });
-    }
+    send_ = make_buffer(b.send, 0);
+    tutti::visit(o.type, [&]<class T>(std::type_identity<T>) {
+      fill<T>(send_.get(), b.send / esz_, input_table<T>(r_, o.reduction));
+    });
   }
 
   void run(const std::vector<std::size_t>& sizes) {
@@ -213,26 +213,52 @@ class rank_bench {
 
   void run_row(std::size_t size) {
     const row_shape s = shape_of(o_, size);
+    row_result rows[2];
+    for (int mode = 0; mode < 2; ++mode) {
+      in_place_ = mode == 1;
+      rows[mode] = time_mode(s);
+    }
+    in_place_ = false;
+    if (r_ == 0) {
+      print_row(o_, s, rows, membw_, sum_);
+    } else {  // the same totals on every rank, for the exit status
+      for (const auto& row : rows) {
+        sum_.wrong += row.wrong;
+        sum_.allocations += row.allocations;
+        ++sum_.rows;
+      }
+    }
+  }
+
+  row_result time_mode(const row_shape& s) {
     set_views(s);
     for (int i = 0; i < o_.warmup; ++i) call();
     comm_.barrier();
     const std::uint64_t allocs_before = heap_allocations;
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < o_.iters; ++i) call();
+    for (int i = 0; i < o_.iters; ++i)
+      for (int m = 0; m < o_.agg_iters; ++m) call();
     const auto t1 = std::chrono::steady_clock::now();
     const double allocations = static_cast<double>(heap_allocations - allocs_before);
-    double time_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / o_.iters;
+    double time_us =
+        std::chrono::duration<double, std::micro>(t1 - t0).count() / (static_cast<double>(o_.iters) * o_.agg_iters);
     double counts[2] = {o_.check ? static_cast<double>(checked_iteration(s)) : 0.0, allocations};
-    comm_.allreduce(&time_us, 1, op::max);
-    comm_.allreduce(counts, 2, op::sum);
-    const row_result row{time_us, counts[0], counts[1]};
-    if (r_ == 0) {
-      print_row(o_, s, row, membw_, sum_);
-    } else {  // the same totals on every rank, for the exit status
-      sum_.wrong += row.wrong;
-      sum_.allocations += row.allocations;
-      ++sum_.rows;
+    switch (o_.average) {  // every rank takes part, so the collective sequence stays the same on all
+      case average_kind::rank0: {
+        double mine[1] = {r_ == 0 ? time_us : 0.0};
+        comm_.allreduce(mine, 1, op::sum);
+        time_us = mine[0];
+        break;
+      }
+      case average_kind::mean:
+        comm_.allreduce(&time_us, 1, op::sum);
+        time_us /= n_;
+        break;
+      case average_kind::min: comm_.allreduce(&time_us, 1, op::min); break;
+      case average_kind::max: comm_.allreduce(&time_us, 1, op::max); break;
     }
+    comm_.allreduce(counts, 2, op::sum);
+    return {time_us, counts[0], counts[1]};
   }
 
   void set_views(const row_shape& s) {
@@ -240,7 +266,7 @@ class rank_bench {
     const std::size_t own = static_cast<std::size_t>(r_) * per_rank_bytes;
     const std::size_t all = s.count * static_cast<std::size_t>(n_);
     std::byte* recv = recv_.get();
-    const std::byte* send = o_.in_place ? recv : send_.get();
+    const std::byte* send = in_place_ ? recv : send_.get();
     switch (o_.coll->kind) {
       case collective_kind::allreduce:
       case collective_kind::broadcast:
@@ -250,10 +276,10 @@ class rank_bench {
         break;
       case collective_kind::reduce_scatter:
         in_ = {send, all, o_.type};
-        out_ = {o_.in_place ? recv + own : recv, s.count, o_.type};
+        out_ = {in_place_ ? recv + own : recv, s.count, o_.type};
         break;
       case collective_kind::allgather:
-        in_ = {o_.in_place ? recv + own : send, s.count, o_.type};
+        in_ = {in_place_ ? recv + own : send, s.count, o_.type};
         out_ = {recv, all, o_.type};
         break;
       case collective_kind::alltoall:
@@ -273,7 +299,7 @@ class rank_bench {
       const auto n = static_cast<std::size_t>(n_);
       const std::size_t own_first = static_cast<std::size_t>(r_) * s.count;  // in elements
       std::memset(out_.data, 0xA5, out_.bytes());
-      if (o_.in_place) {
+      if (in_place_) {
         switch (o_.coll->kind) {
           case collective_kind::allreduce:
           case collective_kind::reduce:  // every rank's input is recv
@@ -319,6 +345,7 @@ class rank_bench {
   std::size_t esz_;
   double membw_;
   buffer send_, recv_;  //!< registered ones go back to the communicator's transport: destroy *this first
+  bool in_place_ = false;  //!< the mode being timed: the row's second pass
   tutti::const_tensor_view in_;
   tutti::tensor_view out_;
   summary sum_;
@@ -352,8 +379,16 @@ void require_collective(const options& o) {
   std::string has;
   for (const auto& c : collectives)
     if (implements<Algorithm, Transport>(c.kind)) has += (has.empty() ? "" : ", ") + std::string(c.name);
-  throw usage_error{"-a " + o.algorithm + " does not implement " + std::string(o.coll->name) + " (it implements " +
+  throw usage_error{"--algorithm " + o.algorithm + " does not implement " + std::string(o.coll->name) + " (it implements " +
                     has + ", barrier)"};
+}
+
+//! TUTTI_* settings, with -T (nccl-tests' timeout, in seconds) over TUTTI_TIMEOUT when given.
+tutti::communicator_options communicator_options_for(const options& o) {
+  auto c = tutti::communicator_options::from_env();
+  if (o.timeout_s > 0)
+    c.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(o.timeout_s));
+  return c;
 }
 
 void print_rank_errors(const std::vector<std::exception_ptr>& errors, int& failed) {
@@ -370,19 +405,19 @@ void print_rank_errors(const std::vector<std::exception_ptr>& errors, int& faile
   }
 }
 
-//! -T inproc: every rank a thread of this process; rank 0's thread prints.
+//! --transport inproc: every rank a thread of this process; rank 0's thread prints.
 template <class Algorithm>
 int run_inproc(options o) {
   using comm_t = tutti::communicator<inproc, Algorithm>;
   require_collective<Algorithm, inproc>(o);
-  const tutti::communicator_options copt = tutti::communicator_options::from_env();  // throws on bad TUTTI_*
+  const tutti::communicator_options copt = communicator_options_for(o);  // throws on bad TUTTI_*
   const std::vector<std::size_t> sizes = sizes_of(o);
   const double membw = o.membw ? memcpy_bandwidth_gbs() : 0.0;
   std::vector<std::string> node_ids;  // -K: rank r on simulated node r/K
   for (int r = 0; o.ranks_per_node && r < o.ranks; ++r) node_ids.push_back("sim" + std::to_string(r / o.ranks_per_node));
   header_info h{inproc::name, "threads", o.algorithm, copt, membw, {}};
-  h.notes.push_back(o.ranks_per_node ? "nodes: simulated, " + std::to_string(o.ranks_per_node) + " ranks each (-K)"
-                                     : std::string("nodes: one (-K K simulates nodes of K ranks)"));
+  h.notes.push_back(o.ranks_per_node ? "nodes: simulated, " + std::to_string(o.ranks_per_node) + " ranks each (--ranks-per-node)"
+                                     : std::string("nodes: one (--ranks-per-node K simulates nodes of K ranks)"));
   print_header(o, h);
 
   summary sum;
@@ -421,18 +456,18 @@ shm_setup prepare_shm(options& o) {
                                     ? "no launcher started this one (no TUTTI_RANK, TUTTI_WORLD_SIZE)"
                                     : "the launcher (" + info.launcher + ") started " + std::to_string(info.world_size) +
                                           " (TUTTI_WORLD_SIZE)";
-    throw usage_error{"-t " + std::to_string(o.ranks) + ": with -T shm every process is one rank, and " + started +
-                      "; leave -t out or start with tutti-run -n " + std::to_string(o.ranks) + " -- tutti-bench -T shm ..."};
+    throw usage_error{"-t " + std::to_string(o.ranks) + ": with --transport shm every process is one rank, and " + started +
+                      "; leave -t out or start with tutti-run -n " + std::to_string(o.ranks) + " -- tutti-bench ..."};
   }
   o.ranks = info.world_size;
   check_root(o, "tutti-run -n");
-  s.copt = tutti::communicator_options::from_env();
+  s.copt = communicator_options_for(o);
   s.sopt = tutti::transport::shm_options::from_env();
   s.sizes = sizes_of(o);
   if (o.registered) {
     const buffer_sizes b = buffer_sizes_of(o, s.sizes.back());
     const auto rounded = [](std::size_t n) { return (std::max<std::size_t>(n, 1) + 63) / 64 * 64; };
-    const std::size_t need = rounded(b.recv) + (b.send ? rounded(b.send) : 0);
+    const std::size_t need = rounded(b.recv) + rounded(b.send);
     if (need > s.sopt.pool_bytes)
       throw usage_error{"-R 1: the buffers need " + std::to_string(need) + " bytes of registered memory per rank, but "
                         "TUTTI_SHM_POOL_BYTES is " + std::to_string(s.sopt.pool_bytes) + "; raise it (e.g. "
@@ -440,7 +475,7 @@ shm_setup prepare_shm(options& o) {
   }
   if (info.rank == 0 && info.launcher == "none")
     std::fprintf(stderr, "tutti-bench: note: no launcher variables (TUTTI_RANK, TUTTI_WORLD_SIZE): running as a world "
-                         "of 1; start N ranks with tutti-run -n N -- tutti-bench -T shm ...\n");
+                         "of 1; start N ranks with tutti-run -n N -- tutti-bench ...\n");
   return s;
 }
 
@@ -458,7 +493,7 @@ void print_shm_header(const options& o, const shm_setup& s, double membw) {
   print_header(o, h);
 }
 
-//! -T shm: this process is one rank of the job the launcher (tutti-run) described in TUTTI_*.
+//! --transport shm: this process is one rank of the job the launcher (tutti-run) described in TUTTI_*.
 //! Every rank runs the sweep; only rank 0 prints, other ranks only their errors.
 template <class Algorithm>
 int run_shm(options o) {
@@ -487,19 +522,19 @@ int run_shm(options o) {
 #if defined(TUTTI_HAVE_UCX) && defined(TUTTI_HAVE_NET)
 using multi_node = tutti::transport::multi_node;
 
-//! -T multi_node: this process is one rank of a job across hosts (multi_node.hpp says how it finds
-//! the others). Like -T shm, every rank runs the sweep and rank 0 prints.
+//! --transport multi_node: this process is one rank of a job across hosts (multi_node.hpp says how it finds
+//! the others). Like shm, every rank runs the sweep and rank 0 prints.
 template <class Algorithm>
 int run_multi_node(options o) {
   using comm_t = tutti::communicator<multi_node, Algorithm>;
   require_collective<Algorithm, multi_node>(o);
   const tutti::rank_info info = tutti::rank_info_from_env();
   if (o.ranks_given && o.ranks != info.world_size)
-    throw usage_error{"-t " + std::to_string(o.ranks) + ": with -T multi_node every process is one rank and the "
+    throw usage_error{"-t " + std::to_string(o.ranks) + ": with --transport multi_node every process is one rank and the "
                       "launcher (" + info.launcher + ") started " + std::to_string(info.world_size)};
   o.ranks = info.world_size;
   check_root(o, "the launcher's world size");
-  const auto copt = tutti::communicator_options::from_env();
+  const auto copt = communicator_options_for(o);
   const auto sizes = sizes_of(o);
   const bool leader = info.rank == 0;
   try {
@@ -574,15 +609,16 @@ const runner& find_runner(const options& o) {
   std::string names, with;
   for (const auto& r : runners) {
     if (r.algorithm == o.algorithm && r.transport == o.transport) return r;
-    if (r.algorithm == o.algorithm) with += (with.empty() ? "-T " : " or -T ") + std::string(name_of(r.transport));
+    if (r.algorithm == o.algorithm)
+      with += (with.empty() ? "--transport " : " or --transport ") + std::string(name_of(r.transport));
     if (&r == std::find_if(runners, &r + 1, [&](const runner& x) { return x.algorithm == r.algorithm; }))
       names += (names.empty() ? "" : ", ") + std::string(r.algorithm);  // first time this name appears
   }
-  if (with.empty()) throw usage_error{"-a '" + o.algorithm + "': unknown algorithm (one of " + names + ")"};
-  throw usage_error{"-a " + o.algorithm + " is not available with -T " + std::string(name_of(o.transport)) +
+  if (with.empty()) throw usage_error{"--algorithm '" + o.algorithm + "': unknown algorithm (one of " + names + ")"};
+  throw usage_error{"--algorithm " + o.algorithm + " is not available with --transport " + std::string(name_of(o.transport)) +
                     "; it needs " + with +
                     (o.algorithm == alg::direct::name
-                         ? " (it reads peers' shared memory; run: tutti-run -n 2 -- tutti-bench -T shm -a direct)"
+                         ? " (it reads peers' shared memory; run: tutti-run -n 2 -- tutti-bench --algorithm direct)"
                          : "")};
 }
 

@@ -2,7 +2,7 @@
 # The main job: builds tutti-bench and tutti-run, then runs the allreduce benchmark across 2 local
 # processes over shared memory (transport::shm, algorithm::direct), printing the nccl-tests table.
 # Extra arguments go to tutti-bench (e.g. -e 256M, -d half, -o avg, -R 1 for registered buffers,
-# -a ring, -C reduce_scatter, -M 1 for this machine's memory bandwidth). TUTTI_RANKS sets the
+# --algorithm ring, --collective reduce_scatter, --membw 1 for this machine's memory bandwidth). TUTTI_RANKS sets the
 # number of processes (default 2).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,4 +15,4 @@ cmake --build "$build" --target tutti_bench tutti_run -j "$(nproc)"
 # Registered buffers (-R 1) of up to 2 x 256 MiB per rank need a pool that large.
 export TUTTI_SHM_POOL_BYTES=${TUTTI_SHM_POOL_BYTES:-1G}
 "$build/tools/tutti-run" -n "$ranks" --no-prefix -- \
-  "$build/bench/tutti-bench" -T shm -a direct -b 8 -e 128M -f 4 -n 20 -w 5 "$@"
+  "$build/bench/tutti-bench" --transport shm --algorithm direct -b 8 -e 128M -f 4 -n 20 -w 5 "$@"

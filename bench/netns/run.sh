@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The allreduce benchmark across two "hosts" (network namespaces, tests/netns/lib.sh), 2 ranks each,
-# tutti (-T multi_node: ring, tree, halving_doubling, hierarchical<ring,ring>, hierarchical_direct)
+# tutti (--transport multi_node: ring, tree, halving_doubling, hierarchical<ring,ring>, hierarchical_direct)
 # against Open MPI (btl self,vader,tcp) and Gloo (its TCP transport on eth1), interleaved and
 # rotated, plus UCX's own ucx_perftest between the hosts as the link's ceiling. Root only;
 # namespaces removed on exit.
@@ -34,7 +34,7 @@ run_tutti() {  # run_tutti ALG LOG
   local r q pids=()
   for r in 0 1 2 3; do
     on_host $((r / 2)) env RANK=$r WORLD_SIZE=4 LOCAL_RANK=$((r % 2)) LOCAL_WORLD_SIZE=2 MASTER_ADDR=10.213.1.1 \
-      MASTER_PORT=29500 TUTTI_JOB_KEY="$key" timeout 300 "$bench" -T multi_node -a "$1" "${args[@]}" \
+      MASTER_PORT=29500 TUTTI_JOB_KEY="$key" timeout 300 "$bench" --transport multi_node --algorithm "$1" "${args[@]}" \
       >"$2.rank$r" 2>&1 &
     pids+=($!)
   done

@@ -41,11 +41,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
 # Placeholders a --tutti-cmd may use; a command without them runs as given.
-DEFAULT_TUTTI_CMD = ("build/tools/tutti-run -n {ranks} -- build/bench/tutti-bench -T shm "
+DEFAULT_TUTTI_CMD = ("build/tools/tutti-run -n {ranks} -- build/bench/tutti-bench --transport shm "
                      "-b {min} -e {max} -f {factor} -n {iters} -w {warmup}")
 TIME_COLUMN_MAX_BYTES = 4096  # at and below this size latency, not bandwidth, is the story: show µs
 ROW = re.compile(  # one table row, after an optional launcher prefix such as "[0] " or "rank 0: "
-    r"^(?:\s*\[?[A-Za-z ]*\d*[\]:]\s*)?\s*(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(-?\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)")
+    r"^(?:\s*\[?[A-Za-z ]*\d*[\]:]\s*)?\s*(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(-?\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)"
+    r"(?:\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+))?")  # tutti-bench and nccl-tests add the in-place columns
 
 
 @dataclasses.dataclass
@@ -112,8 +113,12 @@ def parse_table(stdout: str) -> tuple[list[str], list[dict]]:
             continue
         try:
             wrong = None if m.group(9) == "N/A" else int(float(m.group(9)))
-            rows.append(dict(size=int(m.group(1)), count=int(m.group(2)), time_us=float(m.group(6)),
-                             algbw=float(m.group(7)), busbw=float(m.group(8)), wrong=wrong))
+            row = dict(size=int(m.group(1)), count=int(m.group(2)), time_us=float(m.group(6)),
+                       algbw=float(m.group(7)), busbw=float(m.group(8)), wrong=wrong)
+            if m.group(13) is not None and m.group(13).replace(".", "").isdigit():  # in place, side by side
+                row["in_place"] = dict(time_us=float(m.group(10)), algbw=float(m.group(11)),
+                                       busbw=float(m.group(12)), wrong=int(float(m.group(13))))
+            rows.append(row)
         except ValueError:
             continue  # not a table row after all
     return comments, rows

@@ -6,6 +6,7 @@
 #pragma once
 #include <tutti/tutti.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -44,6 +45,13 @@ inline row_shape shape_of(const options& o, std::size_t size) {
 //! -b, -b*f, -b*f^2, ... up to -e.
 inline std::vector<std::size_t> sizes_of(const options& o) {
   std::vector<std::size_t> sizes;
+  if (o.step_bytes) {  // -i: arithmetic steps, as nccl-tests
+    for (std::size_t s = o.min_bytes; s <= o.max_bytes; s += o.step_bytes) {
+      sizes.push_back(s);
+      if (s > o.max_bytes - o.step_bytes) break;
+    }
+    return sizes;
+  }
   for (std::size_t s = o.min_bytes;; s *= o.step_factor) {
     sizes.push_back(s);
     if (s > o.max_bytes / o.step_factor) break;
@@ -83,12 +91,17 @@ inline void print_header(const options& o, const header_info& h) {
   std::printf("# tutti-bench: tutti %s, collective %s, transport %s (ranks are %s), algorithm %s\n", tutti::version,
               std::string(o.coll->name).c_str(), std::string(h.transport).c_str(), std::string(h.ranks_are).c_str(),
               std::string(h.algorithm).c_str());
-  std::printf("# ranks %d  dtype %s  op %s  %s%s\n", o.ranks, std::string(tutti::name_of(o.type)).c_str(),
+  std::printf("# ranks %d  dtype %s  op %s%s\n", o.ranks, std::string(tutti::name_of(o.type)).c_str(),
               o.coll->reduces ? std::string(tutti::name_of(o.reduction)).c_str() : "none",
-              o.in_place ? "in-place" : "out-of-place",
               o.coll->rooted ? (std::string("  root ") + std::to_string(o.root)).c_str() : "");
-  std::printf("# minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d validation: %d\n",
-              o.min_bytes, o.max_bytes, o.step_factor, o.warmup, o.iters, o.check ? 1 : 0);
+  if (o.step_bytes)
+    std::printf("# minBytes %zu maxBytes %zu step: %zu(bytes) warmup iters: %d iters: %d agg iters: %d validation: %d\n",
+                o.min_bytes, o.max_bytes, o.step_bytes, o.warmup, o.iters, o.agg_iters, o.check ? 1 : 0);
+  else
+    std::printf("# minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d agg iters: %d validation: %d\n",
+                o.min_bytes, o.max_bytes, o.step_factor, o.warmup, o.iters, o.agg_iters, o.check ? 1 : 0);
+  std::printf("# time: %s mean time per collective over -n iterations of -m collectives (-a %d)\n",
+              std::string(name_of(o.average)).c_str(), static_cast<int>(o.average));
   std::printf("# chunk_bytes %zu (TUTTI_CHUNK_BYTES)  cross-rank check %s (TUTTI_CHECK)  timeout %.0f s  cpus %u%s\n",
               h.comm.chunk_bytes, h.comm.check ? "on" : "off", std::chrono::duration<double>(h.comm.timeout).count(),
               cpus, cpus && static_cast<unsigned>(o.ranks) > cpus ? " (oversubscribed)" : "");
@@ -97,17 +110,18 @@ inline void print_header(const options& o, const header_info& h) {
     std::printf("# memory bandwidth (memcpy, 1 thread): %.2f GB/s (bytes read + written, 256 MiB, best of 5)\n",
                 h.membw_gbs);
   std::printf("#\n");
-  std::printf("# %s\n", o.in_place ? "in-place" : "out-of-place");
-  std::printf("#       size         count      type   redop    root     time   algbw   busbw #wrong%s\n",
+  std::printf("#                                                       out-of-place                       in-place%s\n",
+              o.membw ? "" : "");
+  std::printf("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong%s\n",
               o.membw ? "  %membw" : "");
-  std::printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       %s\n",
+  std::printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       %s\n",
               o.membw ? "        " : "");
   std::fflush(stdout);
 }
 
 //! One row's figures over all ranks.
 struct row_result {
-  double time_us = 0;      //!< max over ranks of each rank's mean time per iteration
+  double time_us = 0;      //!< each rank's mean time per collective, aggregated over ranks as -a says
   double wrong = 0;        //!< wrong elements, all ranks
   double allocations = 0;  //!< heap allocations in the timed loop, all ranks
 };
@@ -129,25 +143,28 @@ inline void format_time(char (&out)[32], double us) {  // nccl-tests' getFloatSt
   else std::snprintf(out, sizeof out, "%7.1e", us);
 }
 
-//! Prints one row and adds it to `sum`.
-inline void print_row(const options& o, const row_shape& s, const row_result& r, double membw_gbs, summary& sum) {
-  const double algbw = r.time_us > 0 ? static_cast<double>(s.bytes) / r.time_us / 1e3 : 0;  // GB/s
-  const double busbw = algbw * bus_factor(o.coll->kind, o.ranks);
-  char time[32], wrong[32];
-  format_time(time, r.time_us);
-  if (o.check) std::snprintf(wrong, sizeof wrong, "%.0f", r.wrong);
-  else std::snprintf(wrong, sizeof wrong, "N/A");
-  std::printf("%12zu  %12zu  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %5s", s.bytes, s.count,
-              std::string(tutti::name_of(o.type)).c_str(),
-              o.coll->reduces ? std::string(tutti::name_of(o.reduction)).c_str() : "none",
-              o.coll->rooted ? o.root : -1, time, algbw, busbw, wrong);
-  if (membw_gbs > 0) std::printf("  %6.1f", 100.0 * busbw / membw_gbs);
+//! Prints one row, out of place then in place, and adds both to `sum`.
+inline void print_row(const options& o, const row_shape& s, const row_result (&r)[2], double membw_gbs, summary& sum) {
+  std::printf("%12zu  %12zu  %8s  %6s  %6d", s.bytes, s.count, std::string(tutti::name_of(o.type)).c_str(),
+              o.coll->reduces ? std::string(tutti::name_of(o.reduction)).c_str() : "none", o.coll->rooted ? o.root : -1);
+  double best_busbw = 0;
+  for (const row_result& x : r) {
+    const double algbw = x.time_us > 0 ? static_cast<double>(s.bytes) / x.time_us / 1e3 : 0;  // GB/s
+    const double busbw = algbw * bus_factor(o.coll->kind, o.ranks);
+    char time[32], wrong[32];
+    format_time(time, x.time_us);
+    if (o.check) std::snprintf(wrong, sizeof wrong, "%.0f", x.wrong);
+    else std::snprintf(wrong, sizeof wrong, "N/A");
+    std::printf("  %7s  %6.2f  %6.2f  %5s", time, algbw, busbw, wrong);
+    sum.busbw_sum += busbw;
+    ++sum.rows;
+    sum.wrong += x.wrong;
+    sum.allocations += x.allocations;
+    best_busbw = std::max(best_busbw, busbw);
+  }
+  if (membw_gbs > 0) std::printf("  %6.1f", 100.0 * best_busbw / membw_gbs);
   std::printf("\n");
   std::fflush(stdout);
-  sum.busbw_sum += busbw;
-  ++sum.rows;
-  sum.wrong += r.wrong;
-  sum.allocations += r.allocations;
 }
 
 inline void print_footer(const summary& sum) {

@@ -412,8 +412,14 @@ class communicator {
                        "; fusion " + std::string(fusion_type::name);
     if constexpr (requires(const transport_type& t) { t.nodes().members; }) {
       const auto& members = transport_->nodes().members;
-      line += "; " + std::to_string(members.size()) + " node(s) of";
-      for (const auto& m : members) line += " " + std::to_string(m.size());
+      // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "..." + to_string().
+      line += "; ";
+      line += std::to_string(members.size());
+      line += " node(s) of";
+      for (const auto& m : members) {
+        line += ' ';
+        line += std::to_string(m.size());
+      }
       line += " rank(s)";
     }
     if constexpr (requires(const transport_type& t) { std::string(t.node_id()); })
