@@ -1,7 +1,7 @@
 //! automatic resolves to direct over shm and to ring over inproc; over shm it runs the allreduce
 //! conformance suite.
-#include "support/conformance.hpp"
-#include "support/fork_world.hpp"
+#include <tutti/testing/conformance.hpp>
+#include <tutti/testing/fork_world.hpp>
 #include <tutti/algorithm/automatic.hpp>
 #include <tutti/transport/inproc.hpp>
 

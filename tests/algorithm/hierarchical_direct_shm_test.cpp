@@ -1,7 +1,7 @@
 //! hierarchical<direct, ring> over shm: direct inside each simulated node (its one-sided group
 //! view), ring across nodes; 2 ranks per node (1-4 nodes) and 3 per node interleaved (2, 3 nodes).
-#include "support/conformance.hpp"
-#include "support/fork_world.hpp"
+#include <tutti/testing/conformance.hpp>
+#include <tutti/testing/fork_world.hpp>
 #include <tutti/algorithm/direct.hpp>
 #include <tutti/algorithm/hierarchical.hpp>
 #include <tutti/algorithm/ring.hpp>

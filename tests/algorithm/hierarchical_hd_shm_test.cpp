@@ -1,7 +1,7 @@
 //! hierarchical<halving_doubling, ring> over shm, 3 ranks per simulated node dealt round-robin:
 //! halving_doubling's fold-in (3 ranks is not a power of two) inside the node-level groups.
-#include "support/conformance.hpp"
-#include "support/fork_world.hpp"
+#include <tutti/testing/conformance.hpp>
+#include <tutti/testing/fork_world.hpp>
 #include <tutti/algorithm/halving_doubling.hpp>
 #include <tutti/algorithm/hierarchical.hpp>
 #include <tutti/algorithm/ring.hpp>

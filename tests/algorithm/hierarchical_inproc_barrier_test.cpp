@@ -1,7 +1,7 @@
 //! hierarchical<ring, ring> over inproc with 3 ranks per simulated node (1-3 nodes) runs the
 //! barrier conformance suite (threads: node ids come from inproc::run).
-#include "support/conformance.hpp"
-#include "support/inproc_world.hpp"
+#include <tutti/testing/conformance.hpp>
+#include <tutti/testing/inproc_world.hpp>
 #include <tutti/algorithm/hierarchical.hpp>
 #include <tutti/algorithm/ring.hpp>
 

@@ -1,7 +1,7 @@
 //! hierarchical<ring, ring> over shm, ranks on simulated nodes: 2 per node (1-4 nodes, consecutive
 //! ranks together) and 3 per node dealt round-robin (2 and 3 nodes), runs the alltoall conformance suite.
-#include "support/conformance.hpp"
-#include "support/fork_world.hpp"
+#include <tutti/testing/conformance.hpp>
+#include <tutti/testing/fork_world.hpp>
 #include <tutti/algorithm/hierarchical.hpp>
 #include <tutti/algorithm/ring.hpp>
 

@@ -1,8 +1,8 @@
 //! hierarchical<tree, ring> over shm on simulated nodes of 2 ranks: tree cannot reduce-scatter, so
 //! allreduce takes the reduce -> allreduce among local ranks 0 -> broadcast path; reduce,
 //! broadcast and barrier go through both levels.
-#include "support/conformance.hpp"
-#include "support/fork_world.hpp"
+#include <tutti/testing/conformance.hpp>
+#include <tutti/testing/fork_world.hpp>
 #include <tutti/algorithm/hierarchical.hpp>
 #include <tutti/algorithm/ring.hpp>
 #include <tutti/algorithm/tree.hpp>

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "support/fork_world.hpp"
+#include <tutti/testing/fork_world.hpp>
 #include <tutti/algorithm/hierarchical.hpp>
 #include <tutti/algorithm/ring.hpp>
 

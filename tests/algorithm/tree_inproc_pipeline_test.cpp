@@ -7,8 +7,8 @@
 #include <vector>
 
 #include <tutti/algorithm/tree.hpp>
-#include "support/conformance.hpp"
-#include "support/inproc_world.hpp"
+#include <tutti/testing/conformance.hpp>
+#include <tutti/testing/inproc_world.hpp>
 
 namespace {
 

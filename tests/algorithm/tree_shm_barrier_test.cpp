@@ -1,6 +1,6 @@
 //! tree over shm runs the barrier conformance suite.
-#include "support/conformance.hpp"
-#include "support/fork_world.hpp"
+#include <tutti/testing/conformance.hpp>
+#include <tutti/testing/fork_world.hpp>
 #include <tutti/algorithm/tree.hpp>
 
 TEST_CASE_TEMPLATE_INVOKE(barrier_conformance, tutti::testing::fork_world<tutti::algorithm::tree>);

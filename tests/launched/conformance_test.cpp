@@ -2,8 +2,8 @@
 //! (see CMakeLists.txt: run with 2, 3 and 4 ranks), and hierarchical<ring, ring> over nodes that
 //! tutti-run --ranks-per-node simulates through TUTTI_NODE_ID. Each rank checks its own results;
 //! tutti-run fails the test if any rank fails.
-#include "support/conformance.hpp"
-#include "support/launched_world.hpp"
+#include <tutti/testing/conformance.hpp>
+#include <tutti/testing/launched_world.hpp>
 #include <tutti/algorithm/direct.hpp>
 #include <tutti/algorithm/hierarchical.hpp>
 #include <tutti/algorithm/ring.hpp>

@@ -1,8 +1,8 @@
 //! The conformance suite over transport::multi_node (shm inside a host, UCX between hosts), in
 //! processes on two "hosts" (network namespaces) started by launch.sh as torchrun or mpirun would.
 //! Each rank checks its own results; launch.sh fails the test if any rank fails.
-#include "support/conformance.hpp"
-#include "support/launched_world.hpp"
+#include <tutti/testing/conformance.hpp>
+#include <tutti/testing/launched_world.hpp>
 #include <tutti/algorithm/automatic.hpp>
 #include <tutti/algorithm/direct.hpp>
 #include <tutti/algorithm/halving_doubling.hpp>

@@ -23,7 +23,7 @@
 #include <tutti/communicator.hpp>
 #include <tutti/transport/ucx.hpp>
 
-#include "support/fork_world.hpp"
+#include <tutti/testing/fork_world.hpp>
 
 namespace tutti::testing {
 

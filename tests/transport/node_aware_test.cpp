@@ -1,8 +1,8 @@
 //! transport::node_aware<shm, shm> over forked processes on simulated nodes: routing by node, the
 //! node map handed to algorithms, hierarchical<direct, ring> running direct over the node transport,
 //! and automatic choosing hierarchical for even nodes and the flat ring for uneven ones.
-#include "support/conformance.hpp"
-#include "support/node_aware_world.hpp"
+#include <tutti/testing/conformance.hpp>
+#include <tutti/testing/node_aware_world.hpp>
 #include <tutti/algorithm/automatic.hpp>
 #include <tutti/algorithm/direct.hpp>
 #include <tutti/algorithm/hierarchical.hpp>

@@ -8,7 +8,7 @@
 
 #include <tutti/algorithm/direct.hpp>
 #include <tutti/algorithm/ring.hpp>
-#include "support/fork_world.hpp"
+#include <tutti/testing/fork_world.hpp>
 
 namespace {
 

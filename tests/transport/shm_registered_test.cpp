@@ -9,8 +9,8 @@
 #include <tutti/transport/shm/allocator.hpp>
 #include <tutti/transport/shm/pool.hpp>
 #include <tutti/transport/shm/registered_buffer.hpp>
-#include "support/fork_world.hpp"
-#include "support/pattern.hpp"
+#include <tutti/testing/fork_world.hpp>
+#include <tutti/testing/pattern.hpp>
 
 namespace {
 using tutti::testing::fork_ranks;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include <tutti/algorithm/ring.hpp>
-#include "support/fork_world.hpp"
+#include <tutti/testing/fork_world.hpp>
 
 namespace {
 

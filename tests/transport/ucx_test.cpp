@@ -21,7 +21,7 @@
 #include <tutti/bootstrap/inproc_store.hpp>
 #include <tutti/transport/ucx.hpp>
 
-#include "support/conformance.hpp"
+#include <tutti/testing/conformance.hpp>
 #include "support/ucx_world.hpp"
 
 namespace {

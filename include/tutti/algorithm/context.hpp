@@ -142,6 +142,8 @@ class context {
   [[nodiscard]] request send(int peer, const void* data, std::size_t bytes) { return transport_.send(peer, tag_, data, bytes); }
   [[nodiscard]] request recv(int peer, void* data, std::size_t bytes) { return transport_.recv(peer, tag_, data, bytes); }
   void wait(request& r) { transport_.wait(r, until_); }
+  //! `c.wait(c.send(...))`: post and wait in one expression, for a message that nothing overlaps.
+  void wait(request&& r) { transport_.wait(r, until_); }
 
  private:
   Transport& transport_;

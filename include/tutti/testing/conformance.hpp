@@ -21,7 +21,7 @@
 #include <vector>
 
 #include <tutti/core/tensor_view.hpp>
-#include "support/pattern.hpp"
+#include <tutti/testing/pattern.hpp>
 
 namespace tutti::testing {
 

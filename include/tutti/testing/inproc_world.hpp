@@ -10,7 +10,7 @@
 #include <tutti/communicator.hpp>
 #include <tutti/transport/inproc.hpp>
 
-#include "support/node_layout.hpp"
+#include <tutti/testing/node_layout.hpp>
 
 namespace tutti::testing {
 

@@ -13,8 +13,8 @@
 #include <tutti/transport/node_aware.hpp>
 #include <tutti/transport/shm.hpp>
 
-#include "support/fork_world.hpp"
-#include "support/node_layout.hpp"
+#include <tutti/testing/fork_world.hpp>
+#include <tutti/testing/node_layout.hpp>
 
 namespace tutti::testing {
 

@@ -18,7 +18,7 @@
 #include <tutti/communicator.hpp>
 #include <tutti/transport/shm.hpp>
 
-#include "support/node_layout.hpp"
+#include <tutti/testing/node_layout.hpp>
 
 namespace tutti::testing {
 
