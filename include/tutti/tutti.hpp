@@ -46,6 +46,8 @@
 #include "tutti/algorithm/tree.hpp"
 
 #include "tutti/codec/concepts.hpp"
+#include "tutti/codec/float16.hpp"
+#include "tutti/codec/int8.hpp"
 #include "tutti/codec/none.hpp"
 
 #include "tutti/fusion/concepts.hpp"

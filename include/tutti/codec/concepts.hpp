@@ -2,6 +2,7 @@
 #pragma once
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "tutti/core/dtype.hpp"
@@ -10,13 +11,28 @@
 namespace tutti {
 
 /// A Codec knows the encoded size of `count` elements of a dtype and whether it is lossless.
-/// Lossy codecs (fp16, int8, top-k, ...) additionally encode a chunk and decode-and-reduce into a
-/// higher-precision accumulator; they are not built yet (see README).
 template <class C>
 concept codec_policy = std::same_as<typename C::tutti_role, role::codec> && requires(dtype t, std::size_t n) {
   { C::name } -> std::convertible_to<std::string_view>;
   { C::lossless } -> std::convertible_to<bool>;
   { C::encoded_bytes(t, n) } -> std::convertible_to<std::size_t>;
 };
+
+/// A lossy element codec (fp16, bf16, int8): fp32 elements to wire bytes and back, in
+/// type-erased, vectorised loops. `accepts(t)` says which dtypes it may carry (f32 today);
+/// encode multiplies by `scale` first (1/world for avg: fp16 would overflow on the sum);
+/// decode_add accumulates in fp32, never in the wire format. `max_error(x, block_max)` is the
+/// bound of one encode/decode round trip of x (block_max: the largest |x| of its block), which
+/// the tests check element by element; docs/compression.md derives each.
+template <class C>
+concept lossy_codec_policy =
+    codec_policy<C> && !C::lossless &&
+    requires(dtype t, const float* in, std::size_t n, float scale, std::byte* wire, const std::byte* cwire, float* out) {
+      { C::accepts(t) } -> std::convertible_to<bool>;
+      C::encode(in, n, scale, wire);
+      C::decode(cwire, n, out);
+      C::decode_add(cwire, n, out);
+      { C::max_error(1.0f, 1.0f) } -> std::convertible_to<float>;
+    };
 
 }  // namespace tutti

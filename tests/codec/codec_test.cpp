@@ -1,0 +1,159 @@
+//! The element codecs (codec/float16.hpp, codec/int8.hpp) against their written bounds, element
+//! by element, and proof that the bounds are tight enough to fail a broken codec: a truncating
+//! int8 and a 16-bit running sum must both be caught.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <tutti/codec/float16.hpp>
+#include <tutti/codec/int8.hpp>
+#include <tutti/codec/none.hpp>
+#include <tutti/core/half.hpp>
+
+namespace {
+
+constexpr std::size_t counts[] = {0, 1, 7, 255, 256, 257, 1009, 100003};
+
+//! Gradient-like values: mostly moderate, some tiny, some zero, both signs; |x| <= 60000 (fp16's range).
+std::vector<float> values(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-30, 15);
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const int kind = static_cast<int>(gen() % 16);
+    v[i] = kind == 0 ? 0.0f : mantissa(gen) * std::ldexp(1.0f, kind == 1 ? -30 : exponent(gen) / 2);
+  }
+  return v;
+}
+
+//! Largest |x * scale| of x's block (block = 0: the whole vector is one block, as for fp16/bf16).
+float block_max(const std::vector<float>& x, std::size_t i, std::size_t block, float scale) {
+  const std::size_t first = block ? i / block * block : 0, last = block ? std::min(first + block, x.size()) : x.size();
+  float m = 0;
+  for (std::size_t j = first; j < last; ++j) m = std::max(m, std::fabs(x[j] * scale));
+  return m;
+}
+
+template <class Codec>
+constexpr std::size_t block_of() {
+  if constexpr (requires { Codec::block_elements; }) return Codec::block_elements;
+  else return 0;
+}
+
+//! Elements of one round trip outside the codec's bound (and the first one, described).
+template <class Codec>
+std::size_t round_trip_violations(const std::vector<float>& x, float scale, std::string& first) {
+  std::vector<std::byte> wire(Codec::encoded_bytes(tutti::dtype::f32, x.size()));
+  std::vector<float> back(x.size());
+  Codec::encode(x.data(), x.size(), scale, wire.data());
+  Codec::decode(wire.data(), x.size(), back.data());
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float y = x[i] * scale;
+    const float bound = Codec::max_error(y, block_max(x, i, block_of<Codec>(), scale));
+    if (!(std::fabs(back[i] - y) <= bound)) {
+      if (!bad++) first = "element " + std::to_string(i) + ": " + std::to_string(y) + " came back as " +
+                          std::to_string(back[i]) + " (bound " + std::to_string(bound) + ")";
+    }
+  }
+  return bad;
+}
+
+//! k contributions decoded and added into an fp32 accumulator (decode_add, or `Add` when given):
+//! the error against the fp32 sum must stay within the sum of one round trip's bounds each plus
+//! the fp32 additions' own rounding.
+template <class Codec, class Add>
+std::size_t accumulation_violations(int k, std::size_t n, Add&& add) {
+  std::vector<float> acc(n, 0.0f);
+  std::vector<double> exact(n, 0.0), bound(n, 0.0);
+  std::vector<std::byte> wire(Codec::encoded_bytes(tutti::dtype::f32, n));
+  for (int c = 0; c < k; ++c) {
+    const auto x = values(n, 1000u + static_cast<unsigned>(c));
+    Codec::encode(x.data(), n, 1.0f, wire.data());
+    add(wire.data(), n, acc.data());
+    for (std::size_t i = 0; i < n; ++i) {
+      exact[i] += x[i];
+      bound[i] += Codec::max_error(x[i], block_max(x, i, block_of<Codec>(), 1.0f)) + std::fabs(exact[i]) * 0x1p-23;
+    }
+  }
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) bad += std::fabs(acc[i] - exact[i]) <= bound[i] ? 0 : 1;
+  return bad;
+}
+
+//! A broken int8: truncates toward zero instead of rounding to nearest.
+struct truncating_int8 : tutti::codec::int8 {
+  static void encode(const float* in, std::size_t n, float scale, std::byte* wire) noexcept {
+    tutti::codec::int8::encode(in, n, scale, wire);
+    auto* q = reinterpret_cast<std::int8_t*>(wire + blocks(n) * sizeof(float));
+    for (std::size_t b = 0, i = 0; i < n; ++b, i += block_elements) {
+      float s;
+      std::memcpy(&s, wire + b * sizeof(float), sizeof s);
+      for (std::size_t j = i; j < std::min(n, i + block_elements); ++j)
+        q[j] = static_cast<std::int8_t>(s > 0 ? std::trunc(in[j] * scale / s) : 0.0f);
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("codecs: fp16, bf16 and int8 satisfy the lossy codec concept; none is lossless") {
+  CHECK(tutti::codec_policy<tutti::codec::none>);
+  CHECK_FALSE(tutti::lossy_codec_policy<tutti::codec::none>);
+  CHECK(tutti::lossy_codec_policy<tutti::codec::fp16>);
+  CHECK(tutti::lossy_codec_policy<tutti::codec::bf16>);
+  CHECK(tutti::lossy_codec_policy<tutti::codec::int8>);
+  CHECK(tutti::codec::fp16::encoded_bytes(tutti::dtype::f32, 1000) == 2000);
+  CHECK(tutti::codec::int8::encoded_bytes(tutti::dtype::f32, 257) == 2 * 4 + 257);  // two blocks: 256 + 1
+  CHECK(tutti::codec::int8::encoded_bytes(tutti::dtype::f32, 0) == 0);
+  CHECK(tutti::codec::fp16::accepts(tutti::dtype::f32));
+  CHECK_FALSE(tutti::codec::int8::accepts(tutti::dtype::i32));
+}
+
+TEST_CASE_TEMPLATE("codecs: one round trip stays within the written bound, every element", Codec,
+                   tutti::codec::fp16, tutti::codec::bf16, tutti::codec::int8) {
+  for (std::size_t n : counts)
+    for (float scale : {1.0f, 1.0f / 7.0f}) {
+      CAPTURE(n);
+      CAPTURE(scale);
+      std::string first;
+      CHECK_MESSAGE(round_trip_violations<Codec>(values(n, static_cast<unsigned>(n)), scale, first) == 0, first);
+    }
+  // Exact cases: zeros stay zero, and values the format holds come back exactly.
+  std::vector<float> exact = {0.0f, -0.0f, 1.0f, -2.0f, 0.5f, 3.0f};
+  std::vector<std::byte> wire(Codec::encoded_bytes(tutti::dtype::f32, exact.size()));
+  std::vector<float> back(exact.size());
+  Codec::encode(exact.data(), exact.size(), 1.0f, wire.data());
+  Codec::decode(wire.data(), exact.size(), back.data());
+  CHECK(back[0] == 0.0f);
+  if constexpr (!std::is_same_v<Codec, tutti::codec::int8>)
+    for (std::size_t i = 0; i < exact.size(); ++i) CHECK(back[i] == exact[i]);
+}
+
+TEST_CASE_TEMPLATE("codecs: decode_add accumulates 9 contributions in fp32 within the summed bounds", Codec,
+                   tutti::codec::fp16, tutti::codec::bf16, tutti::codec::int8) {
+  for (std::size_t n : {std::size_t{1}, std::size_t{1009}, std::size_t{100003}}) {
+    CAPTURE(n);
+    CHECK(accumulation_violations<Codec>(9, n, [](const std::byte* w, std::size_t m, float* acc) {
+            Codec::decode_add(w, m, acc);
+          }) == 0);
+  }
+}
+
+TEST_CASE("codecs: the bounds are tight enough to catch a broken codec") {
+  // Truncation instead of rounding: up to a whole step instead of half.
+  std::string first;
+  CHECK(round_trip_violations<truncating_int8>(values(100003, 5), 1.0f, first) > 1000);
+  // A 16-bit running sum instead of fp32 accumulation: the partial sums are rounded again at every step.
+  const auto bad = accumulation_violations<tutti::codec::fp16>(9, 100003, [](const std::byte* w, std::size_t m, float* acc) {
+    std::vector<float> y(m);
+    tutti::codec::fp16::decode(w, m, y.data());
+    for (std::size_t i = 0; i < m; ++i) acc[i] = static_cast<float>(tutti::half(acc[i] + y[i]));
+  });
+  CHECK(bad > 1000);
+}
