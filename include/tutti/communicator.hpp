@@ -13,6 +13,7 @@
 #include <boost/hana/tuple.hpp>
 #include <boost/hana/type.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -139,9 +140,32 @@ struct sorted_policies {
   static_assert(fusion_pick::count != 1 || fusion_policy<fusion>,
                 "tutti::communicator<...>: the FusionStrategy does not satisfy tutti::fusion_policy "
                 "(needs name, threshold_bytes; see tutti/fusion/concepts.hpp)");
-  static_assert(codec_pick::count != 1 || !codec_policy<codec> || codec::lossless,
-                "tutti::communicator<...>: lossy codecs (codec::fp16, bf16, int8) are not carried by any "
-                "algorithm yet (their schedules are issue 9's next step); use codec::none");
+  static_assert(codec_pick::count != 1 || !codec_policy<codec> || codec::lossless || lossy_codec_policy<codec>,
+                "tutti::communicator<...>: a lossy Codec must satisfy tutti::lossy_codec_policy (accepts, encode, "
+                "decode, decode_add, max_error; see tutti/codec/concepts.hpp)");
+};
+
+//! Instantiated by allreduce with a lossy codec, so the diagnostic's "required from" line names
+//! both the Algorithm and the Codec.
+template <class Algorithm, class Codec>
+struct check_codec_carried {
+  static constexpr bool value = Codec::lossless || lossy_codec_carrier<Algorithm>;
+  static_assert(value,
+                "tutti::communicator<...>::allreduce: this Algorithm cannot carry a lossy Codec (its allreduce "
+                "would sum in the wire format or re-encode partial sums at every hop); algorithms that carry "
+                "them: ring, direct, halving_doubling, hierarchical<I, X> with such an X, automatic. An "
+                "algorithm says it does with `static constexpr bool carries_lossy_codecs = true;` "
+                "(the note below names the Algorithm and the Codec)");
+};
+
+//! A lossy codec carries float32 only; where the element type is known, say so at compile time.
+template <class Codec, class Element>
+struct check_codec_element {
+  static constexpr bool value = Codec::lossless || std::is_same_v<std::remove_cv_t<Element>, float>;
+  static_assert(value,
+                "tutti::communicator<...>::allreduce: a lossy Codec (fp16, bf16, int8) carries float elements "
+                "only; reduce integers or doubles with a communicator whose codec is codec::none "
+                "(the note below names the Codec and the element type)");
 };
 
 inline bool overlaps(const void* a, std::size_t an, const void* b, std::size_t bn) noexcept {
@@ -160,7 +184,7 @@ class communicator {
   using algorithm_type = typename policies::algorithm;
   using codec_type = typename policies::codec;
   using fusion_type = typename policies::fusion;
-  using context_type = algorithm::context<transport_type>;
+  using context_type = algorithm::context<transport_type, codec_type>;
 
   //! Uses a transport that the caller owns and keeps alive longer than the communicator.
   explicit communicator(transport_type& transport, communicator_options options = communicator_options::from_env())
@@ -201,10 +225,19 @@ class communicator {
                   "tutti::communicator<...>::allreduce: the Algorithm does not implement allreduce, or its signature differs; "
                   "expected: static void allreduce(Context&, const void* in, void* out, std::size_t count, tutti::dtype, tutti::op); built algorithms that have it: ring, direct, tree, halving_doubling, hierarchical<I, X>, automatic "
                   "(the note below names the Algorithm)");
+    static_assert(sizeof(detail::check_codec_carried<algorithm_type, codec_type>) > 0);  // its own assert speaks
     auto d = describe(collective::allreduce, in.type, o, in.count, -1);
     std::string bad = check_common(d, in, out);
     if (bad.empty() && in.count != out.count)
       bad = "send has " + std::to_string(in.count) + " elements but recv has " + std::to_string(out.count);
+    if constexpr (!codec_type::lossless) {
+      if (bad.empty() && !codec_type::accepts(in.type))
+        bad = "codec " + std::string(codec_type::name) + " carries float32 only; got dtype " +
+              std::string(name_of(in.type)) + " (use a communicator with codec::none for it)";
+      if (bad.empty() && o != op::sum && o != op::avg)
+        bad = "codec " + std::string(codec_type::name) + " carries sum and avg only; got op " +
+              std::string(name_of(o)) + " with dtype " + std::string(name_of(in.type));
+    }
     if (bad.empty()) bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(), in.data == out.data);
     run(d, bad, [&](context_type& c) {
       if constexpr (has_allreduce<algorithm_type, context_type>)
@@ -213,9 +246,15 @@ class communicator {
   }
   void allreduce(tensor_view inout, op o) { allreduce(const_tensor_view(inout), inout, o); }
   template <std::ranges::contiguous_range R>
-  void allreduce(R&& inout, op o) { allreduce(view_of(inout), o); }
+  void allreduce(R&& inout, op o) {
+    static_assert(sizeof(detail::check_codec_element<codec_type, std::ranges::range_value_t<R>>) > 0);
+    allreduce(view_of(inout), o);
+  }
   template <std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
-  void allreduce(const In& in, Out&& out, op o) { allreduce(const_view_of(in), view_of(out), o); }
+  void allreduce(const In& in, Out&& out, op o) {
+    static_assert(sizeof(detail::check_codec_element<codec_type, std::ranges::range_value_t<In>>) > 0);
+    allreduce(const_view_of(in), view_of(out), o);
+  }
 
   // ---- reduce_scatter: in has size()*n elements; out gets this rank's n reduced elements ------------
   void reduce_scatter(const_tensor_view in, tensor_view out, op o) {
@@ -364,6 +403,8 @@ class communicator {
     d.reduction = static_cast<std::uint8_t>(o);
     d.count = count;
     d.root = root;
+    const std::string_view codec_name = codec_type::name;
+    std::memcpy(d.codec, codec_name.data(), std::min(codec_name.size(), sizeof d.codec));
     return d;
   }
 

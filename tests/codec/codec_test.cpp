@@ -13,6 +13,9 @@
 #include <tutti/codec/int8.hpp>
 #include <tutti/codec/none.hpp>
 #include <tutti/core/half.hpp>
+#include <tutti/algorithm/ring.hpp>
+#include <tutti/testing/compressed_conformance.hpp>
+#include <tutti/testing/inproc_world.hpp>
 
 namespace {
 
@@ -156,4 +159,62 @@ TEST_CASE("codecs: the bounds are tight enough to catch a broken codec") {
     for (std::size_t i = 0; i < m; ++i) acc[i] = static_cast<float>(tutti::half(acc[i] + y[i]));
   });
   CHECK(bad > 1000);
+}
+
+// ---- the same proof through a whole allreduce schedule -----------------------------------------
+// The compressed conformance suite (tutti/testing/compressed_conformance.hpp) must reject the
+// schedule's result when the codec under it is broken: a codec that truncates instead of rounding,
+// and a receiver that keeps a 16-bit running sum instead of an fp32 one. Each is caught at every
+// world size where it changes anything (a running sum needs two additions: worlds of 3 and more).
+
+namespace {
+
+//! fp16 that rounds toward zero instead of to nearest even.
+struct truncating_fp16 : tutti::codec::fp16 {
+  static constexpr std::string_view name = "trunc16";
+  static void encode(const float* in, std::size_t n, float scale, std::byte* wire) noexcept {
+    for (std::size_t i = 0; i < n; ++i) {
+      const float y = in[i] * scale;
+      std::uint16_t h;
+      float back;
+      tutti::float_to_half_n(&y, &h, 1);
+      tutti::half_to_float_n(&h, &back, 1);
+      if (std::fabs(back) > std::fabs(y) && (h & 0x7fff)) --h;  // one step back toward zero
+      std::memcpy(wire + 2 * i, &h, 2);
+    }
+  }
+};
+
+//! fp16 whose receiver rounds its accumulator to fp16 after every addition.
+struct running_sum_fp16 : tutti::codec::fp16 {
+  static constexpr std::string_view name = "run16";
+  static void decode_add(const std::byte* wire, std::size_t n, float* acc) noexcept {
+    std::vector<float> y(n);
+    tutti::codec::fp16::decode(wire, n, y.data());
+    for (std::size_t i = 0; i < n; ++i) acc[i] = static_cast<float>(tutti::half(acc[i] + y[i]));
+  }
+};
+
+struct truncating_int8_named : truncating_int8 {
+  static constexpr std::string_view name = "trunc8";
+};
+
+template <class Codec>
+std::size_t schedule_failures(int world) {
+  std::string text;
+  return tutti::testing::compressed_allreduce_failures<
+      tutti::testing::inproc_world<tutti::algorithm::ring, tutti::testing::one_node, Codec>>(text, {world}, {1009, 100003});
+}
+
+}  // namespace
+
+TEST_CASE("codecs: the compressed allreduce suite passes a correct codec and fails a broken one") {
+  for (int world : {2, 3, 8}) {
+    CAPTURE(world);
+    CHECK(schedule_failures<tutti::codec::fp16>(world) == 0);
+    CHECK(schedule_failures<tutti::codec::int8>(world) == 0);
+    CHECK(schedule_failures<truncating_fp16>(world) > 0);
+    CHECK(schedule_failures<truncating_int8_named>(world) > 0);
+    if (world >= 3) CHECK(schedule_failures<running_sum_fp16>(world) > 0);
+  }
 }

@@ -4,8 +4,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -267,4 +270,80 @@ TEST_CASE("a rank that dies mid-job: every survivor gets peer_lost naming it, qu
     CHECK(lost[static_cast<std::size_t>(r)] >= 0);
   }
   CHECK(std::count(lost.begin(), lost.end(), 3) >= 1);
+}
+
+// ---- lossy codecs ------------------------------------------------------------------------------
+
+namespace {
+
+template <class Codec, class Algorithm = tutti::algorithm::ring>
+using lossy_comm_t = tutti::communicator<tutti::transport::inproc, Algorithm, Codec>;
+
+//! Runs body(comm) on every rank of a world of lossy_comm_t<Codec>s; returns each rank's error text
+//! ("" when none) and checks that a float avg still works afterwards (the communicator is usable).
+template <class Codec, class Algorithm = tutti::algorithm::ring, class Body>
+std::vector<std::string> run_lossy(int world, Body body) {
+  std::vector<std::string> messages(static_cast<std::size_t>(world));
+  auto errors = tutti::transport::inproc::run(world, [&](tutti::transport::inproc& t) {
+    lossy_comm_t<Codec, Algorithm> comm(t);
+    try {
+      body(comm);
+    } catch (const tutti::invalid_argument& e) {
+      messages[static_cast<std::size_t>(comm.rank())] = std::string("invalid_argument: ") + e.what();
+    }
+    std::vector<float> v(300, 1.0f);
+    comm.allreduce(v, tutti::op::avg);
+    REQUIRE(std::fabs(v[299] - 1.0f) < 0x1p-7f);  // lossy, but close: the communicator still works
+  });
+  for (auto& e : errors) REQUIRE_FALSE(e);
+  return messages;
+}
+
+}  // namespace
+
+TEST_CASE("a lossy codec refuses integer dtypes and min/max/prod at run time, naming rank, collective, codec and dtype") {
+  auto ints = run_lossy<tutti::codec::fp16>(3, [](auto& comm) {
+    std::vector<std::int32_t> v(8, 1);
+    comm.allreduce(tutti::tensor_view(std::span(v)), tutti::op::sum);  // a view: the type is not known at compile time
+  });
+  for (int r = 0; r < 3; ++r) {
+    INFO(ints[r]);
+    CHECK(contains(ints[r], "invalid_argument: rank " + std::to_string(r) + ": allreduce #1: "));
+    CHECK(contains(ints[r], "codec fp16 carries float32 only; got dtype int32"));
+  }
+  auto ops = run_lossy<tutti::codec::int8, tutti::algorithm::halving_doubling>(4, [](auto& comm) {
+    std::vector<float> v(8, 1.0f);
+    comm.allreduce(v, tutti::op::max);
+  });
+  for (int r = 0; r < 4; ++r) {
+    INFO(ops[r]);
+    CHECK(contains(ops[r], "rank " + std::to_string(r) + ": allreduce #1: codec int8 carries sum and avg only; got op max with dtype float"));
+  }
+}
+
+TEST_CASE("ranks built with different codecs get a mismatch naming both, before any data moves") {
+  auto opts = tutti::communicator_options::from_env();
+  opts.timeout = std::chrono::seconds(20);
+  std::vector<std::string> messages(3);
+  auto errors = tutti::transport::inproc::run(3, [&](tutti::transport::inproc& t) {
+    std::vector<float> v(64, 2.0f);
+    const auto before = v;
+    try {
+      if (t.rank() == 2) {
+        lossy_comm_t<tutti::codec::int8> comm(t, opts);
+        comm.allreduce(v, tutti::op::sum);
+      } else {
+        lossy_comm_t<tutti::codec::fp16> comm(t, opts);
+        comm.allreduce(v, tutti::op::sum);
+      }
+    } catch (const tutti::mismatch& e) {
+      messages[static_cast<std::size_t>(t.rank())] = e.what();
+    }
+    CHECK(v == before);
+  });
+  for (auto& e : errors) REQUIRE_FALSE(e);
+  for (int r = 0; r < 3; ++r) {
+    INFO(messages[r]);
+    CHECK(contains(messages[r], "rank " + std::to_string(r) + ": allreduce #1: ranks disagree: rank 0 has codec=fp16, rank 2 has codec=int8"));
+  }
 }

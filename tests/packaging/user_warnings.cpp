@@ -25,6 +25,24 @@ void every_collective(Comm& comm) {
   if constexpr (tutti::has_alltoall<A, C>) comm.alltoall(f, g);
 }
 
+//! A communicator with a lossy codec: float allreduce is compressed, the rest moves data exactly.
+template <class Comm>
+void with_codec(Comm& comm) {
+  std::vector<float> f(1000, 1.0f), g(1000);
+  comm.allreduce(f, tutti::op::avg);
+  comm.allreduce(f, g, tutti::op::sum);
+  comm.broadcast(f, 0);
+  comm.barrier();
+}
+
+template <class Algorithm, class Codec>
+void codec_over_threads() {
+  tutti::transport::inproc::run(2, [](tutti::transport::inproc& t) {
+    tutti::communicator<tutti::transport::inproc, Algorithm, Codec> comm(t);
+    with_codec(comm);
+  });
+}
+
 template <class Algorithm>
 void over_threads() {
   tutti::transport::inproc::run(2, [](tutti::transport::inproc& t) {
@@ -51,6 +69,11 @@ void tutti_user_warnings_instantiate() {
   over_processes<a::direct>();
   over_processes<a::hierarchical<a::direct, a::ring>>();
   over_processes<a::automatic>();
+  codec_over_threads<a::ring, tutti::codec::fp16>();
+  codec_over_threads<a::halving_doubling, tutti::codec::int8>();
+  codec_over_threads<a::hierarchical<a::ring, a::ring>, tutti::codec::bf16>();
+  auto lossy = tutti::communicator<tutti::transport::shm, a::automatic, tutti::codec::int8>::from_env();
+  with_codec(lossy);
 #if defined(TUTTI_HAVE_UCX) && defined(TUTTI_HAVE_NET)
   auto comm = tutti::communicator<tutti::transport::multi_node, a::automatic>::from_env();
   every_collective(comm);

@@ -23,6 +23,8 @@ namespace tutti::algorithm {
 struct automatic {
   using tutti_role = role::algorithm;
   static constexpr std::string_view name = "automatic";
+  //! Every algorithm it picks carries lossy codecs.
+  static constexpr bool carries_lossy_codecs = true;
 
   //! The flat algorithm this picks for a transport that does not span nodes.
   template <class Transport>

@@ -46,6 +46,12 @@ concept has_alltoall = requires(Ctx& c, const void* in, void* out, std::size_t n
   A::alltoall(c, in, out, n, t);
 };
 
+//! The algorithm's allreduce carries lossy codecs (codec::fp16, bf16, int8) with a schedule that
+//! quantises every element a bounded number of times: it says so with
+//! `static constexpr bool carries_lossy_codecs = true;` (algorithm/compressed.hpp has the schedule).
+template <class A>
+concept lossy_codec_carrier = requires { requires A::carries_lossy_codecs; };
+
 //! The algorithm checks ranks' arguments in its own first synchronisation (saving the
 //! communicator's separate round) over transport T: it sets `checks_arguments<T>` and offers
 //! `agree(ctx)`, which runs just that check (for a rank whose own arguments were refused).

@@ -12,9 +12,12 @@
 #include <vector>
 
 #include "tutti/bootstrap/node.hpp"
+#include "tutti/codec/concepts.hpp"
+#include "tutti/codec/none.hpp"
 #include "tutti/core/collective.hpp"
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/reduce.hpp"
 #include "tutti/transport/exchange.hpp"
 
 namespace tutti::algorithm {
@@ -63,13 +66,21 @@ struct node_source {
   std::optional<node_map> map;
 };
 
-//! One collective's view: the transport, a tag unique to this collective, its deadline, scratch.
-//! Algorithms reach the transport only through this, so every wait carries the deadline.
-template <class Transport>
+//! One collective's view: the transport, a tag unique to this collective, its deadline, scratch,
+//! and the codec. Algorithms reach the transport only through this, so every wait carries the
+//! deadline; and they reach the codec only through this, so a new codec never means editing a
+//! schedule: "how many bytes on the wire for n elements" (wire_bytes), "encode this chunk",
+//! "decode this wire chunk and reduce it into my accumulator" (reduce / decode_add), "decode into
+//! the output". With codec::none these are the plain byte counts and tutti::reduce, inlined.
+template <class Transport, class Codec = codec::none>
 class context {
  public:
   using transport_type = Transport;
+  using codec_type = Codec;
   using request = typename Transport::request;
+  //! True when elements travel as they are; a lossy codec's allreduce takes its own schedule
+  //! (algorithm/compressed.hpp), which quantises every element a bounded number of times.
+  static constexpr bool lossless = Codec::lossless;
 
   context(Transport& t, scratch_buffer& s, std::uint64_t tag, deadline until, std::size_t chunk_bytes,
           const collective_descriptor* to_check = nullptr, std::vector<collective_descriptor>* peers = nullptr,
@@ -139,6 +150,41 @@ class context {
     return *nodes_->map;
   }
 
+  // ---- the codec seam ------------------------------------------------------------------------
+  //! Bytes on the wire for n elements of t.
+  [[nodiscard]] static constexpr std::size_t wire_bytes(dtype t, std::size_t n) noexcept {
+    return Codec::encoded_bytes(t, n);
+  }
+  //! out[i] = mine[i] o wire[i] where the wire holds the elements themselves: codec::none, and the
+  //! collectives a lossy codec does not apply to (only allreduce is compressed; docs/compression.md).
+  static void reduce(dtype t, op o, void* out, const void* mine, const void* wire, std::size_t n) {
+    tutti::reduce(t, o, out, mine, wire, n);
+  }
+  //! Lossy codecs (codec::lossy_codec_policy): fp32 in, wire bytes out, scaled first.
+  static void encode(const float* in, std::size_t n, float scale, std::byte* wire) noexcept
+    requires(!Codec::lossless)
+  {
+    Codec::encode(in, n, scale, wire);
+  }
+  static void decode(const std::byte* wire, std::size_t n, float* out) noexcept
+    requires(!Codec::lossless)
+  {
+    Codec::decode(wire, n, out);
+  }
+  //! acc[i] += decoded wire[i], in fp32: a receiver never keeps a running sum in the wire format.
+  static void decode_add(const std::byte* wire, std::size_t n, float* acc) noexcept
+    requires(!Codec::lossless)
+  {
+    Codec::decode_add(wire, n, acc);
+  }
+  //! Elements per independently scaled codec block: schedules cut messages at its multiples.
+  static constexpr std::size_t granule = codec_granule<Codec>();
+  //! A factor every rank's contribution is multiplied by before it is encoded. hierarchical sets
+  //! it to 1/world on its inter-node context for avg, where the inter-node sum is only part of the
+  //! job's: scaling before encoding keeps fp16 from overflowing on the sum.
+  [[nodiscard]] float prescale() const noexcept { return prescale_; }
+  void set_prescale(float s) noexcept { prescale_ = s; }
+
   [[nodiscard]] request send(int peer, const void* data, std::size_t bytes) { return transport_.send(peer, tag_, data, bytes); }
   [[nodiscard]] request recv(int peer, void* data, std::size_t bytes) { return transport_.recv(peer, tag_, data, bytes); }
   void wait(request& r) { transport_.wait(r, until_); }
@@ -156,6 +202,7 @@ class context {
   algorithm_state* state_;
   const collective_descriptor* call_;
   node_source* nodes_;
+  float prescale_ = 1.0f;
 
   std::string node_of_transport() const {
     if constexpr (requires { transport_.node_id(); }) return std::string(transport_.node_id());

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "tutti/algorithm/alltoall.hpp"
+#include "tutti/algorithm/compressed.hpp"
 #include "tutti/algorithm/context.hpp"
 #include "tutti/algorithm/helpers.hpp"
 #include "tutti/algorithm/split.hpp"
@@ -35,6 +36,10 @@ struct direct {
   static constexpr std::string_view name = "direct";
   //! Reads peers' memory: runs only on a one-sided transport (or group view).
   static constexpr bool needs_one_sided = true;
+  //! allreduce carries lossy codecs with the two-sided schedule of algorithm/compressed.hpp: on
+  //! shared memory compression saves no link bandwidth, but a communicator's results must not
+  //! depend on which algorithm ran (the same quantisation on every algorithm).
+  static constexpr bool carries_lossy_codecs = true;
   //! allreduce up to this size is one-shot: one synchronisation beats halving the reads
   static constexpr std::size_t one_shot_bytes = 32 << 10;  // two-shot measured 4.5 vs 3.2 GB/s at 64 KiB
   //! Ranks' descriptors travel with the first epoch's signal: no separate checking round.
@@ -50,6 +55,12 @@ struct direct {
 
   template <class Ctx>
   static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
+    if constexpr (!Ctx::lossless) {
+      // Encoded bytes cannot be reduced where they lie, so a lossy codec takes the two-sided
+      // schedule over the same transport, after the one epoch that checks the ranks' arguments.
+      if (c.size() > 1) agree(c);
+      return lossy_allreduce(c, in, out, count, t, o, peer_order::ring);
+    }
     auto& tr = one_sided(c);
     const int n = c.size(), r = c.rank();
     const std::size_t esz = size_of(t), bytes = count * esz;

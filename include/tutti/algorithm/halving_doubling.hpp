@@ -42,6 +42,7 @@
 #include <string_view>
 
 #include "tutti/algorithm/alltoall.hpp"
+#include "tutti/algorithm/compressed.hpp"
 #include "tutti/algorithm/context.hpp"
 #include "tutti/algorithm/helpers.hpp"
 #include "tutti/algorithm/split.hpp"
@@ -55,6 +56,8 @@ namespace tutti::algorithm {
 struct halving_doubling {
   using tutti_role = role::algorithm;
   static constexpr std::string_view name = "halving_doubling";
+  //! allreduce carries lossy codecs (algorithm/compressed.hpp, XOR partners on powers of two).
+  static constexpr bool carries_lossy_codecs = true;
   //! broadcast from this size on is scatter + allgather (moves ~2·S per rank, not S·log2 n at root);
   //! below it the binomial tree's ceil(log2 n) latencies win. The usual MPI crossover; not yet tuned here.
   static constexpr std::size_t scatter_broadcast_bytes = 64 << 10;
@@ -66,6 +69,7 @@ struct halving_doubling {
 
   template <class Ctx>
   static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
+    if constexpr (!Ctx::lossless) return lossy_allreduce(c, in, out, count, t, o, peer_order::xor_pairs);
     const int n = c.size(), r = c.rank();
     const std::size_t esz = size_of(t);
     if (n == 1 || count == 0) return copy_if_distinct(out, in, count * esz);

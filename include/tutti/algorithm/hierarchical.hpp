@@ -21,6 +21,12 @@
 //! so a one-sided Inter (direct) is a compile-time error (see transport/group.hpp for why).
 //! Sub-collectives always use sum for avg; the result is divided once at the end, as the flat
 //! algorithms do.
+//! Lossy codecs (carried when Inter carries them) apply to the inter-node level only: Intra's
+//! reduce-scatter and allgather move exact fp32 through shared memory, where bandwidth is plenty
+//! and a quantisation would only add error, and each element is quantised twice in all, on the
+//! network. For avg, every contribution is scaled by 1/world before it is encoded (the context's
+//! prescale), so fp16 cannot overflow on the sum. This is the only arrangement built: compressing
+//! inside a node too would add two quantisations to save bytes on the fastest link.
 #pragma once
 #include <cstddef>
 #include <cstring>
@@ -33,6 +39,7 @@
 #include <vector>
 
 #include "tutti/algorithm/alltoall.hpp"
+#include "tutti/algorithm/compressed.hpp"
 #include "tutti/algorithm/concepts.hpp"
 #include "tutti/algorithm/context.hpp"
 #include "tutti/bootstrap/node.hpp"
@@ -57,6 +64,8 @@ struct hierarchical {
   using tutti_role = role::algorithm;
   static constexpr std::string_view name = "hierarchical";
   using intra_algorithm = Intra;
+  //! Carries lossy codecs when its inter-node algorithm does (they apply across nodes only).
+  static constexpr bool carries_lossy_codecs = lossy_codec_carrier<Inter>;
   using inter_algorithm = Inter;
 
   //! Intra's view of its node: a group of the node-level transport (a node-aware transport's own
@@ -72,7 +81,7 @@ struct hierarchical {
   template <class Ctx>
   using intra_context = context<intra_group<typename Ctx::transport_type>>;
   template <class Ctx>
-  using inter_context = context<transport::group<typename Ctx::transport_type>>;
+  using inter_context = context<transport::group<typename Ctx::transport_type>, typename Ctx::codec_type>;
 
   template <class Ctx>
     requires has_allreduce<Inter, inter_context<Ctx>> &&
@@ -84,19 +93,26 @@ struct hierarchical {
     auto ic = s.intra_context(c), xc = s.inter_context(c);
     const std::size_t esz = size_of(t);
     const op inner = o == op::avg ? op::sum : o;
+    if constexpr (!Ctx::lossless) {
+      check_lossy_arguments(Ctx::codec_type::name, t, o, c.where());
+      xc.set_prescale(c.prescale() * (o == op::avg ? 1.0f / static_cast<float>(c.size()) : 1.0f));
+    }
     const auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
     if (count == 0) return;
     if constexpr (has_reduce_scatter<Intra, intra_context<Ctx>> && has_allgather<Intra, intra_context<Ctx>>) {
       const auto L = static_cast<std::size_t>(s.grid.local_size), l = static_cast<std::size_t>(s.grid.local_rank);
-      const std::size_t block = count / L, body = block * L, tail = count - body;
+      // A lossy codec's blocks must start at the same element on every rank and level: cut at
+      // multiples of its granule (int8: 256), the rest goes whole through both levels as the tail.
+      const std::size_t g = decltype(xc)::granule;
+      const std::size_t block = count / L / g * g, body = block * L, tail = count - body;
       if (block) {
         std::byte* mine = dst + l * block * esz;  // the in-place layouts of reduce_scatter and allgather
         Intra::reduce_scatter(ic, src, mine, block, t, inner);
         Inter::allreduce(xc, mine, mine, block, t, inner);
         Intra::allgather(ic, mine, dst, block, t);
       }
-      if (tail) {  // fewer than L elements left: both levels reduce them whole
+      if (tail) {  // fewer than L (granules) left: both levels reduce them whole
         Intra::allreduce(ic, src + body * esz, dst + body * esz, tail, t, inner);
         Inter::allreduce(xc, dst + body * esz, dst + body * esz, tail, t, inner);
       }
@@ -106,7 +122,7 @@ struct hierarchical {
       if (leader) Inter::allreduce(xc, dst, dst, count, t, inner);
       Intra::broadcast(ic, dst, dst, count, t, 0);
     }
-    if (o == op::avg) finish_avg(t, dst, count, c.size());
+    if (o == op::avg && Ctx::lossless) finish_avg(t, dst, count, c.size());
   }
 
   //! in: count * n blocks (block q for rank q); out: this rank's `count`.
@@ -210,7 +226,7 @@ struct hierarchical {
       return {intra, intra_scratch, c.tag(), c.until(), c.chunk_bytes()};
     }
     template <class Ctx>
-    context<transport::group<Transport>> inter_context(Ctx& c) {
+    context<transport::group<Transport>, typename Ctx::codec_type> inter_context(Ctx& c) {
       return {inter, inter_scratch, c.tag(), c.until(), c.chunk_bytes()};
     }
     //! Node and local index of global rank r.

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "tutti/algorithm/alltoall.hpp"
+#include "tutti/algorithm/compressed.hpp"
 #include "tutti/algorithm/context.hpp"
 #include "tutti/algorithm/helpers.hpp"
 #include "tutti/algorithm/split.hpp"
@@ -24,9 +25,12 @@ namespace tutti::algorithm {
 struct ring {
   using tutti_role = role::algorithm;
   static constexpr std::string_view name = "ring";
+  //! allreduce carries lossy codecs (algorithm/compressed.hpp, peers visited in ring order).
+  static constexpr bool carries_lossy_codecs = true;
 
   template <class Ctx>
   static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
+    if constexpr (!Ctx::lossless) return lossy_allreduce(c, in, out, count, t, o, peer_order::ring);
     const int n = c.size();
     const std::size_t esz = size_of(t);
     if (n == 1 || count == 0) return copy_if_distinct(out, in, count * esz);
@@ -197,7 +201,7 @@ struct ring {
       if (out.count) sq = c.send(wrap(r + 1, n), send_from, out.count * esz);
       c.wait(rq);
       std::byte* reduced = target(recv_seg, inc.first, s);
-      tutti::reduce(t, o, reduced, in + inc.first * esz, incoming, inc.count);
+      c.reduce(t, o, reduced, in + inc.first * esz, incoming, inc.count);
       c.wait(sq);
       send_from = reduced;
     }

@@ -35,4 +35,13 @@ concept lossy_codec_policy =
       { C::max_error(1.0f, 1.0f) } -> std::convertible_to<float>;
     };
 
+//! Elements per independently scaled block of a lossy codec (int8: 256), 1 when every element
+//! stands alone (fp16, bf16). Schedules cut buffers at multiples of it, so a block never straddles
+//! two messages and its scale is that of the same elements on every rank (the written bounds use it).
+template <class C>
+[[nodiscard]] constexpr std::size_t codec_granule() noexcept {
+  if constexpr (requires { C::block_elements; }) return C::block_elements;
+  else return 1;
+}
+
 }  // namespace tutti

@@ -5,7 +5,9 @@
 //! and all ranks judge them the same way: against rank 0's, field by field. So all ranks agree on
 //! the verdict and print the same message.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,8 +41,11 @@ struct collective_descriptor {
   std::uint8_t type = 0;
   std::uint8_t reduction = 0;
   std::uint8_t arguments_ok = 1;  //!< 0: this rank refused its own arguments
+  //! The communicator's codec (its name, NUL-padded): ranks built with different codecs would
+  //! decode each other's bytes as garbage, so they get a mismatch before any data moves.
+  char codec[8] = {};
 };
-static_assert(sizeof(collective_descriptor) == 24 || sizeof(collective_descriptor) == 32);
+static_assert(sizeof(collective_descriptor) == 32);
 
 //! The outcome of comparing all ranks' descriptors; empty `message` means they agree.
 struct agreement {
@@ -55,17 +60,20 @@ inline std::string describe_field(const collective_descriptor& d, int field) {
     case 1: return "dtype=" + std::string(name_of(static_cast<dtype>(d.type)));
     case 2: return "op=" + std::string(name_of(static_cast<op>(d.reduction)));
     case 3: return "count=" + std::to_string(d.count);
-    default: return "root=" + std::to_string(d.root);
+    case 4: return "root=" + std::to_string(d.root);
+    default: return "codec=" + std::string(d.codec, std::find(d.codec, d.codec + sizeof d.codec, '\0'));
   }
 }
 
-//! The first field (in the order collective, dtype, op, count, root) where two descriptors differ, or -1.
+//! The first field (in the order collective, dtype, op, count, root, codec) where two descriptors
+//! differ, or -1.
 inline int first_difference(const collective_descriptor& a, const collective_descriptor& b) {
   if (a.kind != b.kind || a.sequence != b.sequence) return 0;
   if (a.type != b.type) return 1;
   if (a.reduction != b.reduction) return 2;
   if (a.count != b.count) return 3;
   if (a.root != b.root) return 4;
+  if (std::memcmp(a.codec, b.codec, sizeof a.codec) != 0) return 5;
   return -1;
 }
 }  // namespace detail

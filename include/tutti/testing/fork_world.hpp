@@ -94,9 +94,9 @@ inline void throw_if_any_failed(const std::vector<fork_result>& results, const s
 }
 
 //! Layout (node_layout.hpp) places the ranks on simulated nodes; one node by default.
-template <class Algorithm, class Layout = one_node>
+template <class Algorithm, class Layout = one_node, class Codec = codec::none>
 struct fork_world {
-  using communicator_type = communicator<transport::shm, Algorithm>;
+  using communicator_type = communicator<transport::shm, Algorithm, Codec>;
   static constexpr const char* name = "shm (forked processes)";
   static std::vector<int> world_sizes() { return Layout::world_sizes(); }
 

@@ -15,9 +15,10 @@
 namespace tutti::testing {
 
 //! Layout (node_layout.hpp) places the ranks on simulated nodes; one node by default.
-template <class Algorithm, class Layout = one_node>
+//! Codec: what allreduce's elements become on the wire (codec::none by default).
+template <class Algorithm, class Layout = one_node, class Codec = codec::none>
 struct inproc_world {
-  using communicator_type = communicator<transport::inproc, Algorithm>;
+  using communicator_type = communicator<transport::inproc, Algorithm, Codec>;
   static constexpr const char* name = "inproc";
   static std::vector<int> world_sizes() { return Layout::world_sizes(); }
 

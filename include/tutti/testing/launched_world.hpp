@@ -11,9 +11,9 @@
 
 namespace tutti::testing {
 
-template <class Algorithm, class Transport = transport::shm>
+template <class Algorithm, class Transport = transport::shm, class Codec = codec::none>
 struct launched_world {
-  using communicator_type = communicator<Transport, Algorithm>;
+  using communicator_type = communicator<Transport, Algorithm, Codec>;
   static constexpr const char* name = Transport::name;
   static std::vector<int> world_sizes() { return {rank_info_from_env().world_size}; }
 

@@ -42,9 +42,9 @@ inline std::unique_ptr<shm_node_aware> make_shm_node_aware(const rank_info& info
   return std::make_unique<shm_node_aware>(std::move(map), info.rank, std::move(intra), std::move(inter));
 }
 
-template <class Algorithm, class Layout = one_node>
+template <class Algorithm, class Layout = one_node, class Codec = codec::none>
 struct node_aware_world {
-  using communicator_type = communicator<shm_node_aware, Algorithm>;
+  using communicator_type = communicator<shm_node_aware, Algorithm, Codec>;
   static constexpr const char* name = "node_aware<shm, shm> (forked processes)";
   static std::vector<int> world_sizes() { return Layout::world_sizes(); }
 

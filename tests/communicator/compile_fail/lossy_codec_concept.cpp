@@ -1,4 +1,4 @@
-// A lossy codec is refused until the algorithms carry lossy codecs (issue 9).
+// A lossy codec that lacks encode/decode/decode_add is refused naming tutti::lossy_codec_policy.
 #include <tutti/tutti.hpp>
 struct my_fp16 {
   using tutti_role = tutti::role::codec;

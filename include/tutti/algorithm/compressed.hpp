@@ -1,0 +1,180 @@
+//! @file compressed.hpp  The allreduce schedule of lossy codecs: every element is quantised twice,
+//! whatever the world size.
+//!
+//! A ring that re-encodes its running partial sum at every hop quantises an element n-1 times, so
+//! its error grows with the world. Here each rank's contribution goes straight to the owner of its
+//! segment (scaled, encoded once), the owner decodes and sums in fp32 with its own contribution
+//! (which never leaves it, so it is not encoded), encodes the reduced segment once, and every rank
+//! decodes the owners' encoded segments. This is the scheme of 1-bit Adam's compressed allreduce
+//! and ZeRO++'s quantised gradients. Per element: at most n-1 independent input roundings (one per
+//! contributor) + fp32 summation + one output rounding; docs/compression.md derives the bound the
+//! tests check. Every rank, the owner included, ends with decode(encode(sum)): identical bits on all
+//! ranks, so data-parallel replicas cannot drift apart.
+//!
+//! Bytes per rank: (n-1)/n of the encoded size out in each phase — the same as a ring's
+//! reduce-scatter + allgather — but to n-1 peers instead of one neighbour, so n-1 messages per
+//! phase and round instead of one. Algorithms differ only in the order they visit peers
+//! (peer_order): ring by distance around the ring, halving_doubling by XOR partners (on powers of
+//! two every step pairs ranks both ways, as its recursive halving does).
+//!
+//! Segments and pipelining chunks are multiples of the codec's granule (int8's 256-element block),
+//! so a block's scale covers the same elements on every rank and no block straddles two messages.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tutti/algorithm/helpers.hpp"
+#include "tutti/core/dtype.hpp"
+#include "tutti/core/error.hpp"
+#include "tutti/core/op.hpp"
+
+namespace tutti::algorithm {
+
+//! Which peer a rank talks to at step s = 1..n-1 of a phase: send to `to`, receive from `from`.
+enum class peer_order {
+  ring,      //!< to r+s, from r-s: every step is a shift of the ring
+  xor_pairs  //!< to = from = r XOR s on powers of two (pairwise exchange both ways); ring otherwise
+};
+
+namespace compressed_detail {
+
+struct peers {
+  int to, from;
+};
+[[nodiscard]] inline peers at_step(peer_order order, int r, int s, int n) noexcept {
+  if (order == peer_order::xor_pairs && (n & (n - 1)) == 0) return {r ^ s, r ^ s};
+  return {wrap(r + s, n), wrap(r - s, n)};
+}
+
+//! `count` elements cut into n segments of `segment` elements (a multiple of the granule; the last
+//! ones may be short or empty), each sent `chunk` elements (also a multiple) per round.
+struct layout {
+  std::size_t count, segment, chunk;
+  [[nodiscard]] std::size_t rounds() const noexcept { return segment ? (segment + chunk - 1) / chunk : 0; }
+  //! Round j's piece of segment i: [first, first + size).
+  struct piece {
+    std::size_t first, size;
+  };
+  [[nodiscard]] piece at(int i, std::size_t j) const noexcept {
+    const std::size_t seg_first = std::min(count, static_cast<std::size_t>(i) * segment);
+    const std::size_t seg_end = std::min(count, seg_first + segment);
+    const std::size_t first = std::min(seg_end, seg_first + j * chunk);
+    return {first, std::min(seg_end, first + chunk) - first};
+  }
+};
+
+//! One request per rank, on the stack up to 64 ranks so a collective allocates nothing there.
+template <class Request>
+class request_slots {
+ public:
+  explicit request_slots(std::size_t n) {
+    if (n > local_.size()) heap_.resize(n);
+  }
+  Request& operator[](std::size_t i) noexcept { return heap_.empty() ? local_[i] : heap_[i]; }
+
+ private:
+  std::array<Request, 64> local_{};
+  std::vector<Request> heap_;
+};
+
+[[nodiscard]] constexpr std::size_t round_up(std::size_t x, std::size_t m) noexcept { return (x + m - 1) / m * m; }
+
+}  // namespace compressed_detail
+
+//! out[i] = sum over ranks of in[i] * scale (scale: 1/n for avg, times the context's prescale),
+//! in fp32 with the context's lossy codec on the wire. in == out is allowed.
+template <class Ctx>
+void compressed_allreduce(Ctx& c, const float* in, float* out, std::size_t count, float scale, peer_order order) {
+  using namespace compressed_detail;
+  const int n = c.size(), r = c.rank();
+  if (count == 0) return;
+  constexpr std::size_t g = Ctx::granule;
+  const std::size_t per_rank = (count + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
+  const std::size_t chunk = std::max(g, chunk_elems(c.chunk_bytes(), sizeof(float)) / g * g);
+  const layout lay{count, round_up(per_rank, g), chunk};
+  // Scratch: one wire slot per rank to send from (own slot: the encoded result), one per rank to
+  // receive into (contributions, then results), and the fp32 accumulator of this rank's piece.
+  const std::size_t slot = round_up(Ctx::wire_bytes(dtype::f32, std::min(chunk, lay.segment)), 64);
+  const auto slots = static_cast<std::size_t>(n);
+  std::byte* base = c.scratch(2 * slots * slot + std::min(chunk, lay.segment) * sizeof(float));
+  auto outgoing = [&](int p) { return base + static_cast<std::size_t>(p) * slot; };
+  auto incoming = [&](int p) { return base + (slots + static_cast<std::size_t>(p)) * slot; };
+  auto* acc = reinterpret_cast<float*>(base + 2 * slots * slot);
+  request_slots<typename Ctx::request> recvs(slots), sends(slots);  // n-1 of each in flight per phase
+
+  const float self = scale * c.prescale();
+  for (std::size_t j = 0, rounds = lay.rounds(); j < rounds; ++j) {
+    const auto mine = lay.at(r, j);
+    // Phase 1: contributions to their owners, encoded once; the owner sums in fp32.
+    for (int s = 1; s < n; ++s) {
+      const auto [to, from] = at_step(order, r, s, n);
+      (void)to;
+      if (mine.size) recvs[static_cast<std::size_t>(from)] = c.recv(from, incoming(from), Ctx::wire_bytes(dtype::f32, mine.size));
+    }
+    for (int s = 1; s < n; ++s) {
+      const int to = at_step(order, r, s, n).to;
+      const auto theirs = lay.at(to, j);
+      if (!theirs.size) continue;
+      c.encode(in + theirs.first, theirs.size, self, outgoing(to));
+      sends[static_cast<std::size_t>(to)] = c.send(to, outgoing(to), Ctx::wire_bytes(dtype::f32, theirs.size));
+    }
+    for (std::size_t i = 0; i < mine.size; ++i) acc[i] = in[mine.first + i] * self;
+    for (int s = 1; s < n && mine.size; ++s) {
+      const int from = at_step(order, r, s, n).from;
+      c.wait(recvs[static_cast<std::size_t>(from)]);
+      c.decode_add(incoming(from), mine.size, acc);
+    }
+    for (int s = 1; s < n; ++s) c.wait(sends[static_cast<std::size_t>(at_step(order, r, s, n).to)]);
+
+    // Phase 2: each owner's reduced piece, encoded once, to every rank; all decode the same bytes.
+    for (int s = 1; s < n; ++s) {
+      const int from = at_step(order, r, s, n).from;
+      const auto theirs = lay.at(from, j);
+      if (theirs.size) recvs[static_cast<std::size_t>(from)] = c.recv(from, incoming(from), Ctx::wire_bytes(dtype::f32, theirs.size));
+    }
+    if (mine.size) {
+      c.encode(acc, mine.size, 1.0f, outgoing(r));
+      for (int s = 1; s < n; ++s) {
+        const int to = at_step(order, r, s, n).to;
+        sends[static_cast<std::size_t>(to)] = c.send(to, outgoing(r), Ctx::wire_bytes(dtype::f32, mine.size));
+      }
+      c.decode(outgoing(r), mine.size, out + mine.first);
+    }
+    for (int s = 1; s < n; ++s) {
+      const int from = at_step(order, r, s, n).from;
+      const auto theirs = lay.at(from, j);
+      if (!theirs.size) continue;
+      c.wait(recvs[static_cast<std::size_t>(from)]);
+      c.decode(incoming(from), theirs.size, out + theirs.first);
+    }
+    for (int s = 1; s < n; ++s) c.wait(sends[static_cast<std::size_t>(at_step(order, r, s, n).to)]);
+  }
+}
+
+//! What an allreduce with a lossy codec accepts: float32 with sum or avg. The communicator checks
+//! this before any data moves (with rank and collective named); algorithms call it again so a
+//! caller that reaches them another way still gets a sentence, not garbage.
+inline void check_lossy_arguments(std::string_view codec, dtype t, op o, const std::string& where) {
+  if (t != dtype::f32)
+    throw invalid_argument(where + "codec " + std::string(codec) + " carries float32 only; got dtype " +
+                           std::string(name_of(t)) + " (use codec::none for it)");
+  if (o != op::sum && o != op::avg)
+    throw invalid_argument(where + "codec " + std::string(codec) + " carries sum and avg only; got op " +
+                           std::string(name_of(o)) + " (a quantised max/min/prod is not what the caller asked for)");
+}
+
+//! The lossy allreduce entry every carrying algorithm shares: checks, then the schedule. A world
+//! of one runs it too (encode and decode its own result once), so a job's numbers do not depend on
+//! whether it ran alone.
+template <class Ctx>
+void lossy_allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, peer_order order) {
+  check_lossy_arguments(Ctx::codec_type::name, t, o, c.where());
+  const float scale = o == op::avg ? 1.0f / static_cast<float>(c.size()) : 1.0f;
+  compressed_allreduce(c, static_cast<const float*>(in), static_cast<float*>(out), count, scale, order);
+}
+
+}  // namespace tutti::algorithm
