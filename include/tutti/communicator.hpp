@@ -30,6 +30,7 @@
 #include "tutti/algorithm/context.hpp"
 #include "tutti/bootstrap/rank_info.hpp"
 #include "tutti/codec/concepts.hpp"
+#include "tutti/codec/error_feedback.hpp"
 #include "tutti/codec/none.hpp"
 #include "tutti/core/collective.hpp"
 #include "tutti/core/config.hpp"
@@ -140,9 +141,11 @@ struct sorted_policies {
   static_assert(fusion_pick::count != 1 || fusion_policy<fusion>,
                 "tutti::communicator<...>: the FusionStrategy does not satisfy tutti::fusion_policy "
                 "(needs name, threshold_bytes; see tutti/fusion/concepts.hpp)");
-  static_assert(codec_pick::count != 1 || !codec_policy<codec> || codec::lossless || lossy_codec_policy<codec>,
+  static_assert(codec_pick::count != 1 || !codec_policy<codec> || codec::lossless || lossy_codec_policy<codec> ||
+                    feedback_codec_policy<codec>,
                 "tutti::communicator<...>: a lossy Codec must satisfy tutti::lossy_codec_policy (accepts, encode, "
-                "decode, decode_add, max_error; see tutti/codec/concepts.hpp)");
+                "decode, decode_add, max_error) or tutti::feedback_codec_policy (error_feedback, accepts, encode "
+                "with a residual, decode, decode_add); see tutti/codec/concepts.hpp");
 };
 
 //! Instantiated by allreduce with a lossy codec, so the diagnostic's "required from" line names
@@ -156,6 +159,20 @@ struct check_codec_carried {
                 "them: ring, direct, halving_doubling, hierarchical<I, X> with such an X, automatic. An "
                 "algorithm says it does with `static constexpr bool carries_lossy_codecs = true;` "
                 "(the note below names the Algorithm and the Codec)");
+};
+
+//! Codecs with error feedback need the caller's residual; the others take none.
+template <class Codec, bool Given>
+struct check_feedback {
+  static constexpr bool needed = feedback_codec_policy<Codec>;
+  static_assert(Given || !needed,
+                "tutti::communicator<...>::allreduce: this Codec (topk, onebit) needs error feedback: pass the "
+                "tensor's tutti::error_feedback, allreduce(tensor, op, feedback), the same one at every step "
+                "(the note below names the Codec)");
+  static_assert(!Given || needed,
+                "tutti::communicator<...>::allreduce: this Codec takes no error feedback (only topk and onebit "
+                "do); call allreduce(tensor, op) (the note below names the Codec)");
+  static constexpr bool value = Given == needed;
 };
 
 //! A lossy codec carries float32 only; where the element type is known, say so at compile time.
@@ -220,29 +237,11 @@ class communicator {
   // `if constexpr`, so a missing collective is one error, not two.
 
   // ---- allreduce: out[i] = op over ranks of in[i] ----------------------------------------------
+  //! With a codec that needs error feedback (topk, onebit), use the overloads taking a
+  //! tutti::error_feedback: one per tensor, passed again at every step.
   void allreduce(const_tensor_view in, tensor_view out, op o) {
-    static_assert(has_allreduce<algorithm_type, context_type>,
-                  "tutti::communicator<...>::allreduce: the Algorithm does not implement allreduce, or its signature differs; "
-                  "expected: static void allreduce(Context&, const void* in, void* out, std::size_t count, tutti::dtype, tutti::op); built algorithms that have it: ring, direct, tree, halving_doubling, hierarchical<I, X>, automatic "
-                  "(the note below names the Algorithm)");
-    static_assert(sizeof(detail::check_codec_carried<algorithm_type, codec_type>) > 0);  // its own assert speaks
-    auto d = describe(collective::allreduce, in.type, o, in.count, -1);
-    std::string bad = check_common(d, in, out);
-    if (bad.empty() && in.count != out.count)
-      bad = "send has " + std::to_string(in.count) + " elements but recv has " + std::to_string(out.count);
-    if constexpr (!codec_type::lossless) {
-      if (bad.empty() && !codec_type::accepts(in.type))
-        bad = "codec " + std::string(codec_type::name) + " carries float32 only; got dtype " +
-              std::string(name_of(in.type)) + " (use a communicator with codec::none for it)";
-      if (bad.empty() && o != op::sum && o != op::avg)
-        bad = "codec " + std::string(codec_type::name) + " carries sum and avg only; got op " +
-              std::string(name_of(o)) + " with dtype " + std::string(name_of(in.type));
-    }
-    if (bad.empty()) bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(), in.data == out.data);
-    run(d, bad, [&](context_type& c) {
-      if constexpr (has_allreduce<algorithm_type, context_type>)
-        algorithm_type::allreduce(c, in.data, out.data, in.count, in.type, o);
-    });
+    static_assert(sizeof(detail::check_feedback<codec_type, false>) > 0);
+    allreduce_checked(in, out, o, nullptr);
   }
   void allreduce(tensor_view inout, op o) { allreduce(const_tensor_view(inout), inout, o); }
   template <std::ranges::contiguous_range R>
@@ -254,6 +253,25 @@ class communicator {
   void allreduce(const In& in, Out&& out, op o) {
     static_assert(sizeof(detail::check_codec_element<codec_type, std::ranges::range_value_t<In>>) > 0);
     allreduce(const_view_of(in), view_of(out), o);
+  }
+  //! allreduce with error feedback: `feedback` holds what this rank's codec has not sent yet for
+  //! this tensor; it is added before encoding and updated after (codec/error_feedback.hpp).
+  void allreduce(const_tensor_view in, tensor_view out, op o, error_feedback& feedback) {
+    static_assert(sizeof(detail::check_feedback<codec_type, true>) > 0);
+    allreduce_checked(in, out, o, &feedback);
+  }
+  void allreduce(tensor_view inout, op o, error_feedback& feedback) {
+    allreduce(const_tensor_view(inout), inout, o, feedback);
+  }
+  template <std::ranges::contiguous_range R>
+  void allreduce(R&& inout, op o, error_feedback& feedback) {
+    static_assert(sizeof(detail::check_codec_element<codec_type, std::ranges::range_value_t<R>>) > 0);
+    allreduce(view_of(inout), o, feedback);
+  }
+  template <std::ranges::contiguous_range In, std::ranges::contiguous_range Out>
+  void allreduce(const In& in, Out&& out, op o, error_feedback& feedback) {
+    static_assert(sizeof(detail::check_codec_element<codec_type, std::ranges::range_value_t<In>>) > 0);
+    allreduce(const_view_of(in), view_of(out), o, feedback);
   }
 
   // ---- reduce_scatter: in has size()*n elements; out gets this rank's n reduced elements ------------
@@ -395,6 +413,40 @@ class communicator {
     return const_tensor_view(std::span(std::ranges::data(r), std::ranges::size(r)));
   }
 
+  void allreduce_checked(const_tensor_view in, tensor_view out, op o, error_feedback* feedback) {
+    static_assert(has_allreduce<algorithm_type, context_type>,
+                  "tutti::communicator<...>::allreduce: the Algorithm does not implement allreduce, or its signature differs; "
+                  "expected: static void allreduce(Context&, const void* in, void* out, std::size_t count, tutti::dtype, tutti::op); built algorithms that have it: ring, direct, tree, halving_doubling, hierarchical<I, X>, automatic "
+                  "(the note below names the Algorithm)");
+    static_assert(sizeof(detail::check_codec_carried<algorithm_type, codec_type>) > 0);  // its own assert speaks
+    auto d = describe(collective::allreduce, in.type, o, in.count, -1);
+    std::string bad = check_common(d, in, out);
+    if (bad.empty() && in.count != out.count)
+      bad = "send has " + std::to_string(in.count) + " elements but recv has " + std::to_string(out.count);
+    if constexpr (!codec_type::lossless) {
+      if (bad.empty() && !codec_type::accepts(in.type))
+        bad = "codec " + std::string(codec_type::name) + " carries float32 only; got dtype " +
+              std::string(name_of(in.type)) + " (use a communicator with codec::none for it)";
+      if (bad.empty() && o != op::sum && o != op::avg)
+        bad = "codec " + std::string(codec_type::name) + " carries sum and avg only; got op " +
+              std::string(name_of(o)) + " with dtype " + std::string(name_of(in.type));
+    }
+    if (bad.empty()) bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(), in.data == out.data);
+    float* residual = nullptr;
+    if (bad.empty() && feedback) {
+      if (!feedback->residual().empty() && feedback->residual().size() != in.count)
+        bad = "this error_feedback holds the residual of " + std::to_string(feedback->residual().size()) +
+              " elements, but the tensor has " + std::to_string(in.count) + " (keep one error_feedback per tensor)";
+      else
+        residual = feedback->residual_for(in.count, where(d));
+    }
+    run(d, bad, [&](context_type& c) {
+      c.set_residual(residual);
+      if constexpr (has_allreduce<algorithm_type, context_type>)
+        algorithm_type::allreduce(c, in.data, out.data, in.count, in.type, o);
+    });
+  }
+
   collective_descriptor describe(collective kind, dtype t, op o, std::size_t count, int root) {
     collective_descriptor d;
     d.sequence = ++sequence_;
@@ -403,7 +455,8 @@ class communicator {
     d.reduction = static_cast<std::uint8_t>(o);
     d.count = count;
     d.root = root;
-    const std::string_view codec_name = codec_type::name;
+    std::string codec_name(codec_type::name);  // with its parameter when it has one: topk at 1 % is "topk10"
+    if constexpr (requires { codec_type::parameter; }) codec_name += std::to_string(codec_type::parameter);
     std::memcpy(d.codec, codec_name.data(), std::min(codec_name.size(), sizeof d.codec));
     return d;
   }

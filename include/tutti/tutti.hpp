@@ -46,9 +46,12 @@
 #include "tutti/algorithm/tree.hpp"
 
 #include "tutti/codec/concepts.hpp"
+#include "tutti/codec/error_feedback.hpp"
 #include "tutti/codec/float16.hpp"
 #include "tutti/codec/int8.hpp"
 #include "tutti/codec/none.hpp"
+#include "tutti/codec/onebit.hpp"
+#include "tutti/codec/topk.hpp"
 
 #include "tutti/fusion/concepts.hpp"
 #include "tutti/fusion/none.hpp"

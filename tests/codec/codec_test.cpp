@@ -12,6 +12,8 @@
 #include <tutti/codec/float16.hpp>
 #include <tutti/codec/int8.hpp>
 #include <tutti/codec/none.hpp>
+#include <tutti/codec/onebit.hpp>
+#include <tutti/codec/topk.hpp>
 #include <tutti/core/half.hpp>
 #include <tutti/algorithm/ring.hpp>
 #include <tutti/testing/compressed_conformance.hpp>
@@ -217,4 +219,81 @@ TEST_CASE("codecs: the compressed allreduce suite passes a correct codec and fai
     CHECK(schedule_failures<truncating_int8_named>(world) > 0);
     if (world >= 3) CHECK(schedule_failures<running_sum_fp16>(world) > 0);
   }
+}
+
+// ---- codecs with error feedback ---------------------------------------------------------------
+
+namespace {
+
+//! One encode with feedback of in (scale s) on top of residual r_prev: returns v = in*s + r_prev,
+//! what was sent (decoded) and the new residual.
+template <class Codec>
+void feedback_step(const std::vector<float>& in, float s, std::vector<float>& residual, std::vector<float>& v,
+                   std::vector<float>& sent) {
+  const std::size_t n = in.size();
+  v.resize(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = in[i] * s + residual[i];
+  std::vector<std::byte> wire(Codec::encoded_bytes(tutti::dtype::f32, n));
+  Codec::encode(in.data(), n, s, residual.data(), wire.data());
+  sent.assign(n, 0.0f);
+  Codec::decode(wire.data(), n, sent.data());
+}
+
+}  // namespace
+
+TEST_CASE("codecs: topk and onebit satisfy the feedback codec concept; wire sizes") {
+  CHECK(tutti::feedback_codec_policy<tutti::codec::topk>);
+  CHECK(tutti::feedback_codec_policy<tutti::codec::onebit>);
+  CHECK_FALSE(tutti::feedback_codec_policy<tutti::codec::fp16>);
+  CHECK_FALSE(tutti::lossy_codec_policy<tutti::codec::topk>);
+  CHECK(tutti::codec::topk::encoded_bytes(tutti::dtype::f32, 1000) == 10 * 8);   // 1 %: 10 (index, value) pairs
+  CHECK(tutti::codec::topk::encoded_bytes(tutti::dtype::f32, 1) == 8);           // at least one
+  CHECK(tutti::codec::topk::encoded_bytes(tutti::dtype::f32, 0) == 0);
+  CHECK(tutti::codec::onebit::encoded_bytes(tutti::dtype::f32, 256) == 4 + 32);  // one scale, 256 bits
+  CHECK(tutti::codec::onebit::encoded_bytes(tutti::dtype::f32, 257) == 36 + 4 + 1);
+}
+
+TEST_CASE_TEMPLATE("codecs: error feedback keeps exactly what was not sent (topk: bit for bit)", Codec,
+                   tutti::codec::topk, tutti::codec::onebit) {
+  for (std::size_t n : counts) {
+    CAPTURE(n);
+    std::vector<float> residual(n, 0.0f), v, sent;
+    std::size_t bad = 0;
+    for (int step = 0; step < 5; ++step) {
+      feedback_step<Codec>(values(n, 77u + static_cast<unsigned>(step)), 1.0f / 3.0f, residual, v, sent);
+      for (std::size_t i = 0; i < n; ++i) {
+        if constexpr (std::is_same_v<Codec, tutti::codec::topk>) {
+          bad += sent[i] + residual[i] == v[i] && (sent[i] == 0.0f || residual[i] == 0.0f) ? 0 : 1;
+        } else {  // one fp32 rounding of v - sent (codec/onebit.hpp says why exactness is impossible)
+          bad += std::fabs(static_cast<double>(sent[i]) + residual[i] - v[i]) <= std::fabs(residual[i]) * 0x1p-24 ? 0 : 1;
+        }
+      }
+    }
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("codecs: topk sends the k largest magnitudes, NaN first, and zero elsewhere") {
+  std::vector<float> x = {0.5f, -4.0f, 1.0f, 3.0f, -0.25f, 2.0f, 0.0f, -3.5f};
+  x.resize(400, 0.125f);  // 1 % of 400: 4 kept
+  std::vector<float> residual(x.size(), 0.0f), v, sent;
+  feedback_step<tutti::codec::topk>(x, 1.0f, residual, v, sent);
+  CHECK(sent[1] == -4.0f);
+  CHECK(sent[7] == -3.5f);
+  CHECK(sent[3] == 3.0f);
+  CHECK(sent[5] == 2.0f);
+  CHECK(sent[2] == 0.0f);
+  CHECK(residual[2] == 1.0f);
+  x[100] = std::nanf("");
+  std::fill(residual.begin(), residual.end(), 0.0f);
+  feedback_step<tutti::codec::topk>(x, 1.0f, residual, v, sent);
+  CHECK(std::isnan(sent[100]));  // a NaN gradient is sent, not hidden in the residual
+}
+
+TEST_CASE("codecs: onebit sends the sign and the block's mean magnitude") {
+  std::vector<float> x = {1.0f, -3.0f, 2.0f, -2.0f};
+  std::vector<float> residual(4, 0.0f), v, sent;
+  feedback_step<tutti::codec::onebit>(x, 1.0f, residual, v, sent);
+  CHECK(sent == std::vector<float>{2.0f, -2.0f, 2.0f, -2.0f});
+  CHECK(residual == std::vector<float>{-1.0f, -1.0f, 0.0f, 0.0f});
 }

@@ -347,3 +347,24 @@ TEST_CASE("ranks built with different codecs get a mismatch naming both, before 
     CHECK(contains(messages[r], "rank " + std::to_string(r) + ": allreduce #1: ranks disagree: rank 0 has codec=fp16, rank 2 has codec=int8"));
   }
 }
+
+TEST_CASE("an error_feedback kept for one tensor and used for another is refused, naming both counts") {
+  std::vector<std::string> messages(2);
+  auto errors = tutti::transport::inproc::run(2, [&](tutti::transport::inproc& t) {
+    tutti::communicator<tutti::transport::inproc, tutti::algorithm::ring, tutti::codec::topk> comm(t);
+    tutti::error_feedback feedback;
+    std::vector<float> a(100, 1.0f), b(50, 1.0f);
+    comm.allreduce(a, tutti::op::sum, feedback);
+    CHECK(feedback.residual().size() == 100);
+    try {
+      comm.allreduce(b, tutti::op::sum, feedback);
+    } catch (const tutti::invalid_argument& e) {
+      messages[static_cast<std::size_t>(t.rank())] = e.what();
+    }
+  });
+  for (auto& e : errors) REQUIRE_FALSE(e);
+  for (int r = 0; r < 2; ++r) {
+    INFO(messages[r]);
+    CHECK(contains(messages[r], "rank " + std::to_string(r) + ": allreduce #2: this error_feedback holds the residual of 100 elements, but the tensor has 50"));
+  }
+}

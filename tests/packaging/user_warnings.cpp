@@ -35,6 +35,23 @@ void with_codec(Comm& comm) {
   comm.barrier();
 }
 
+//! A codec with error feedback: the caller keeps one error_feedback per tensor.
+template <class Comm>
+void with_feedback(Comm& comm) {
+  std::vector<float> f(1000, 1.0f), g(1000);
+  tutti::error_feedback ef;
+  comm.allreduce(f, tutti::op::avg, ef);
+  comm.allreduce(f, g, tutti::op::sum, ef);
+}
+
+template <class Algorithm, class Codec>
+void feedback_over_threads() {
+  tutti::transport::inproc::run(2, [](tutti::transport::inproc& t) {
+    tutti::communicator<tutti::transport::inproc, Algorithm, Codec> comm(t);
+    with_feedback(comm);
+  });
+}
+
 template <class Algorithm, class Codec>
 void codec_over_threads() {
   tutti::transport::inproc::run(2, [](tutti::transport::inproc& t) {
@@ -72,6 +89,8 @@ void tutti_user_warnings_instantiate() {
   codec_over_threads<a::ring, tutti::codec::fp16>();
   codec_over_threads<a::halving_doubling, tutti::codec::int8>();
   codec_over_threads<a::hierarchical<a::ring, a::ring>, tutti::codec::bf16>();
+  feedback_over_threads<a::ring, tutti::codec::topk>();
+  feedback_over_threads<a::hierarchical<a::ring, a::halving_doubling>, tutti::codec::onebit>();
   auto lossy = tutti::communicator<tutti::transport::shm, a::automatic, tutti::codec::int8>::from_env();
   with_codec(lossy);
 #if defined(TUTTI_HAVE_UCX) && defined(TUTTI_HAVE_NET)

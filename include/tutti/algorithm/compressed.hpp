@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "tutti/algorithm/helpers.hpp"
+#include "tutti/codec/concepts.hpp"
 #include "tutti/core/dtype.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/op.hpp"
@@ -155,6 +156,45 @@ void compressed_allreduce(Ctx& c, const float* in, float* out, std::size_t count
   }
 }
 
+//! out[i] = sum over ranks of what each rank's codec sent for in[i] * scale + residual[i], for
+//! codecs with error feedback (topk, onebit): every rank's encoding goes to every rank, and each adds
+//! all of them in fp32 in rank order 0..n-1, so all ranks get the same bits. Each element is
+//! quantised once (by its owner's encoder, whose residual keeps the rest for the next step); the
+//! sum is not re-encoded, because a sum of sparse or sign vectors is neither.
+template <class Ctx>
+void gathered_allreduce(Ctx& c, const float* in, float* out, std::size_t count, float scale, peer_order order) {
+  using namespace compressed_detail;
+  const int n = c.size(), r = c.rank();
+  if (count == 0) return;
+  float* residual = c.residual();
+  if (!residual)
+    throw invalid_argument(c.where() + "codec " + std::string(Ctx::codec_type::name) +
+                           " needs this tensor's error_feedback (allreduce(tensor, op, feedback))");
+  constexpr std::size_t g = Ctx::granule;
+  const std::size_t chunk = std::max(g, chunk_elems(c.chunk_bytes(), sizeof(float)) / g * g);
+  const std::size_t slot = round_up(Ctx::wire_bytes(dtype::f32, std::min(chunk, count)), 64);
+  std::byte* base = c.scratch(static_cast<std::size_t>(n) * slot);
+  auto wire = [&](int q) { return base + static_cast<std::size_t>(q) * slot; };
+  request_slots<typename Ctx::request> recvs(static_cast<std::size_t>(n)), sends(static_cast<std::size_t>(n));
+  const float self = scale * c.prescale();
+  for (std::size_t first = 0; first < count; first += chunk) {
+    const std::size_t m = std::min(chunk, count - first), bytes = Ctx::wire_bytes(dtype::f32, m);
+    for (int s = 1; s < n; ++s) {
+      const int from = at_step(order, r, s, n).from;
+      recvs[static_cast<std::size_t>(from)] = c.recv(from, wire(from), bytes);
+    }
+    c.encode(in + first, m, self, residual + first, wire(r));
+    for (int s = 1; s < n; ++s) {
+      const int to = at_step(order, r, s, n).to;
+      sends[static_cast<std::size_t>(to)] = c.send(to, wire(r), bytes);
+    }
+    for (int s = 1; s < n; ++s) c.wait(recvs[static_cast<std::size_t>(at_step(order, r, s, n).from)]);
+    c.decode(wire(0), m, out + first);
+    for (int q = 1; q < n; ++q) c.decode_add(wire(q), m, out + first);
+    for (int s = 1; s < n; ++s) c.wait(sends[static_cast<std::size_t>(at_step(order, r, s, n).to)]);
+  }
+}
+
 //! What an allreduce with a lossy codec accepts: float32 with sum or avg. The communicator checks
 //! this before any data moves (with rank and collective named); algorithms call it again so a
 //! caller that reaches them another way still gets a sentence, not garbage.
@@ -174,7 +214,10 @@ template <class Ctx>
 void lossy_allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, peer_order order) {
   check_lossy_arguments(Ctx::codec_type::name, t, o, c.where());
   const float scale = o == op::avg ? 1.0f / static_cast<float>(c.size()) : 1.0f;
-  compressed_allreduce(c, static_cast<const float*>(in), static_cast<float*>(out), count, scale, order);
+  if constexpr (feedback_codec_policy<typename Ctx::codec_type>)
+    gathered_allreduce(c, static_cast<const float*>(in), static_cast<float*>(out), count, scale, order);
+  else
+    compressed_allreduce(c, static_cast<const float*>(in), static_cast<float*>(out), count, scale, order);
 }
 
 }  // namespace tutti::algorithm

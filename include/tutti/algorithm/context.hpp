@@ -162,10 +162,21 @@ class context {
   }
   //! Lossy codecs (codec::lossy_codec_policy): fp32 in, wire bytes out, scaled first.
   static void encode(const float* in, std::size_t n, float scale, std::byte* wire) noexcept
-    requires(!Codec::lossless)
+    requires lossy_codec_policy<Codec>
   {
     Codec::encode(in, n, scale, wire);
   }
+  //! Codecs with error feedback (codec::feedback_codec_policy): v = in * scale + residual is
+  //! encoded and `residual` keeps what was not sent.
+  static void encode(const float* in, std::size_t n, float scale, float* residual, std::byte* wire)
+    requires feedback_codec_policy<Codec>
+  {
+    Codec::encode(in, n, scale, residual, wire);
+  }
+  //! This rank's error-feedback residual for the collective's elements (the caller's
+  //! tutti::error_feedback), or null.
+  [[nodiscard]] float* residual() const noexcept { return residual_; }
+  void set_residual(float* r) noexcept { residual_ = r; }
   static void decode(const std::byte* wire, std::size_t n, float* out) noexcept
     requires(!Codec::lossless)
   {
@@ -203,6 +214,7 @@ class context {
   const collective_descriptor* call_;
   node_source* nodes_;
   float prescale_ = 1.0f;
+  float* residual_ = nullptr;
 
   std::string node_of_transport() const {
     if constexpr (requires { transport_.node_id(); }) return std::string(transport_.node_id());

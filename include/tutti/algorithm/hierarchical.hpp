@@ -109,16 +109,19 @@ struct hierarchical {
       if (block) {
         std::byte* mine = dst + l * block * esz;  // the in-place layouts of reduce_scatter and allgather
         Intra::reduce_scatter(ic, src, mine, block, t, inner);
+        if constexpr (!Ctx::lossless) xc.set_residual(c.residual() ? c.residual() + l * block : nullptr);
         Inter::allreduce(xc, mine, mine, block, t, inner);
         Intra::allgather(ic, mine, dst, block, t);
       }
       if (tail) {  // fewer than L (granules) left: both levels reduce them whole
         Intra::allreduce(ic, src + body * esz, dst + body * esz, tail, t, inner);
+        if constexpr (!Ctx::lossless) xc.set_residual(c.residual() ? c.residual() + body : nullptr);
         Inter::allreduce(xc, dst + body * esz, dst + body * esz, tail, t, inner);
       }
     } else {
       const bool leader = s.grid.local_rank == 0;
       Intra::reduce(ic, src, leader ? dst : nullptr, count, t, inner, 0);
+      if constexpr (!Ctx::lossless) xc.set_residual(c.residual());
       if (leader) Inter::allreduce(xc, dst, dst, count, t, inner);
       Intra::broadcast(ic, dst, dst, count, t, 0);
     }

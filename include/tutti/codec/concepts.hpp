@@ -35,6 +35,22 @@ concept lossy_codec_policy =
       { C::max_error(1.0f, 1.0f) } -> std::convertible_to<float>;
     };
 
+/// A lossy codec with error feedback (topk, onebit): it encodes v = in * scale + residual and
+/// leaves in `residual` what it did not send (v - decode(wire)), so the next step sends it. The
+/// residual belongs to the caller (tutti::error_feedback, one per tensor). Sums of its encodings are
+/// not what it encodes well (a sum of top-k vectors is not k-sparse; a sum of signs is not a sign),
+/// so schedules gather every rank's encoding and add them in fp32 (algorithm/compressed.hpp).
+template <class C>
+concept feedback_codec_policy =
+    codec_policy<C> && !C::lossless && requires { requires C::error_feedback; } &&
+    requires(dtype t, const float* in, std::size_t n, float scale, float* residual, std::byte* wire,
+             const std::byte* cwire, float* out) {
+      { C::accepts(t) } -> std::convertible_to<bool>;
+      C::encode(in, n, scale, residual, wire);
+      C::decode(cwire, n, out);
+      C::decode_add(cwire, n, out);
+    };
+
 //! Elements per independently scaled block of a lossy codec (int8: 256), 1 when every element
 //! stands alone (fp16, bf16). Schedules cut buffers at multiples of it, so a block never straddles
 //! two messages and its scale is that of the same elements on every rank (the written bounds use it).
