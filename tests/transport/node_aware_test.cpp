@@ -1,12 +1,18 @@
 //! transport::node_aware<shm, shm> over forked processes on simulated nodes: routing by node, the
 //! node map handed to algorithms, hierarchical<direct, ring> running direct over the node transport,
-//! and automatic choosing hierarchical for even nodes and the flat ring for uneven ones.
+//! and automatic choosing hierarchical for even nodes and the flat ring for uneven ones; lossy codecs
+//! compressing the inter-node level only, as a multi-node job runs them.
+#include <tutti/testing/compressed_conformance.hpp>
 #include <tutti/testing/conformance.hpp>
+#include <tutti/testing/feedback_conformance.hpp>
 #include <tutti/testing/node_aware_world.hpp>
 #include <tutti/algorithm/automatic.hpp>
 #include <tutti/algorithm/direct.hpp>
 #include <tutti/algorithm/hierarchical.hpp>
 #include <tutti/algorithm/ring.hpp>
+#include <tutti/codec/float16.hpp>
+#include <tutti/codec/int8.hpp>
+#include <tutti/codec/onebit.hpp>
 
 namespace {
 using namespace tutti::testing;
@@ -15,6 +21,11 @@ using hier_blocked = node_aware_world<direct_in_nodes, blocked_nodes<2>>;
 using hier_interleaved = node_aware_world<direct_in_nodes, interleaved_nodes<3>>;
 using auto_blocked = node_aware_world<tutti::algorithm::automatic, blocked_nodes<3>>;
 using auto_uneven = node_aware_world<tutti::algorithm::automatic, uneven_nodes>;
+// Codecs: hierarchical quantises across nodes only; automatic on uneven nodes runs the flat ring.
+using int8_blocked = node_aware_world<direct_in_nodes, blocked_nodes<2>, tutti::codec::int8>;
+using fp16_interleaved = node_aware_world<tutti::algorithm::automatic, interleaved_nodes<3>, tutti::codec::fp16>;
+using bf16_uneven = node_aware_world<tutti::algorithm::automatic, uneven_nodes, tutti::codec::bf16>;
+using onebit_blocked = node_aware_world<direct_in_nodes, blocked_nodes<2>, tutti::codec::onebit>;
 
 static_assert(std::is_same_v<tutti::algorithm::automatic::for_transport<shm_node_aware>, direct_in_nodes>,
               "automatic over a node-aware transport is hierarchical<direct, ring>");
@@ -27,6 +38,8 @@ TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, hier_interleaved, auto_uneven);
 TEST_CASE_TEMPLATE_INVOKE(reduce_conformance, hier_blocked);
 TEST_CASE_TEMPLATE_INVOKE(alltoall_conformance, auto_blocked);
 TEST_CASE_TEMPLATE_INVOKE(barrier_conformance, hier_blocked, auto_uneven);
+TEST_CASE_TEMPLATE_INVOKE(compressed_allreduce_conformance, int8_blocked, fp16_interleaved, bf16_uneven);
+TEST_CASE_TEMPLATE_INVOKE(feedback_allreduce_conformance, onebit_blocked);
 
 TEST_CASE("node_aware: messages to node peers go through the node transport, the rest through the network") {
   using namespace tutti;

@@ -115,8 +115,20 @@ struct hierarchical {
       }
       if (tail) {  // fewer than L (granules) left: both levels reduce them whole
         Intra::allreduce(ic, src + body * esz, dst + body * esz, tail, t, inner);
-        if constexpr (!Ctx::lossless) xc.set_residual(c.residual() ? c.residual() + body : nullptr);
-        Inter::allreduce(xc, dst + body * esz, dst + body * esz, tail, t, inner);
+        if constexpr (feedback_codec_policy<typename Ctx::codec_type>) {
+          // Every inter group would encode the same node sum, each keeping its own copy of the
+          // same residual: what is not sent yet must live on one rank per node. Local rank 0's
+          // group sends the tail and the node's other ranks get it from there.
+          static_assert(has_broadcast<Intra, intra_context<Ctx>>,
+                        "tutti::algorithm::hierarchical<Intra, Inter>: with an error-feedback codec, Intra needs broadcast");
+          if (l == 0) {
+            xc.set_residual(c.residual() ? c.residual() + body : nullptr);
+            Inter::allreduce(xc, dst + body * esz, dst + body * esz, tail, t, inner);
+          }
+          Intra::broadcast(ic, dst + body * esz, dst + body * esz, tail, t, 0);
+        } else {
+          Inter::allreduce(xc, dst + body * esz, dst + body * esz, tail, t, inner);
+        }
       }
     } else {
       const bool leader = s.grid.local_rank == 0;
