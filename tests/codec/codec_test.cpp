@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -296,4 +297,24 @@ TEST_CASE("codecs: onebit sends the sign and the block's mean magnitude") {
   feedback_step<tutti::codec::onebit>(x, 1.0f, residual, v, sent);
   CHECK(sent == std::vector<float>{2.0f, -2.0f, 2.0f, -2.0f});
   CHECK(residual == std::vector<float>{-1.0f, -1.0f, 0.0f, 0.0f});
+}
+
+TEST_CASE("codecs: a NaN or an infinity is not hidden: int8 turns its block to NaN, fp16 and bf16 carry it") {
+  std::vector<float> x(600, 0.5f);
+  x[300] = std::nanf("");
+  x[10] = std::numeric_limits<float>::infinity();
+  std::vector<std::byte> wire(tutti::codec::int8::encoded_bytes(tutti::dtype::f32, x.size()));
+  std::vector<float> back(x.size());
+  tutti::codec::int8::encode(x.data(), x.size(), 1.0f, wire.data());
+  tutti::codec::int8::decode(wire.data(), x.size(), back.data());
+  CHECK(std::isnan(back[0]));    // block 0 holds the infinity
+  CHECK(std::isnan(back[257]));  // block 1 holds the NaN
+  CHECK(std::isnan(back[511]));
+  CHECK(back[512] == 0.5f);      // block 2 is clean
+  std::vector<std::byte> half_wire(tutti::codec::fp16::encoded_bytes(tutti::dtype::f32, x.size()));
+  tutti::codec::fp16::encode(x.data(), x.size(), 1.0f, half_wire.data());
+  tutti::codec::fp16::decode(half_wire.data(), x.size(), back.data());
+  CHECK(std::isnan(back[300]));
+  CHECK(std::isinf(back[10]));
+  CHECK(back[11] == 0.5f);
 }

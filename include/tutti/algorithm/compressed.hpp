@@ -196,9 +196,14 @@ void gathered_allreduce(Ctx& c, const float* in, float* out, std::size_t count, 
 }
 
 //! What an allreduce with a lossy codec accepts: float32 with sum or avg. The communicator checks
-//! this before any data moves (with rank and collective named); algorithms call it again so a
-//! caller that reaches them another way still gets a sentence, not garbage.
-inline void check_lossy_arguments(std::string_view codec, dtype t, op o, const std::string& where) {
+//! this before any data moves (with rank and collective named); algorithms check again so a
+//! caller that reaches them another way still gets a sentence, not garbage. The context's where()
+//! is built only on the way to the throw: a correct call allocates nothing.
+template <class Ctx>
+void check_lossy_arguments(const Ctx& c, dtype t, op o) {
+  if (t == dtype::f32 && (o == op::sum || o == op::avg)) return;
+  const std::string_view codec = Ctx::codec_type::name;
+  const std::string where = c.where();
   if (t != dtype::f32)
     throw invalid_argument(where + "codec " + std::string(codec) + " carries float32 only; got dtype " +
                            std::string(name_of(t)) + " (use codec::none for it)");
@@ -212,7 +217,7 @@ inline void check_lossy_arguments(std::string_view codec, dtype t, op o, const s
 //! whether it ran alone.
 template <class Ctx>
 void lossy_allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, peer_order order) {
-  check_lossy_arguments(Ctx::codec_type::name, t, o, c.where());
+  check_lossy_arguments(c, t, o);
   const float scale = o == op::avg ? 1.0f / static_cast<float>(c.size()) : 1.0f;
   if constexpr (feedback_codec_policy<typename Ctx::codec_type>)
     gathered_allreduce(c, static_cast<const float*>(in), static_cast<float*>(out), count, scale, order);

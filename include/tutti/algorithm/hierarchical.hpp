@@ -94,7 +94,7 @@ struct hierarchical {
     const std::size_t esz = size_of(t);
     const op inner = o == op::avg ? op::sum : o;
     if constexpr (!Ctx::lossless) {
-      check_lossy_arguments(Ctx::codec_type::name, t, o, c.where());
+      check_lossy_arguments(c, t, o);
       xc.set_prescale(c.prescale() * (o == op::avg ? 1.0f / static_cast<float>(c.size()) : 1.0f));
     }
     const auto* src = static_cast<const std::byte*>(in);

@@ -2,7 +2,8 @@
 //!
 //! Wire: for every block of `block_elements` elements (the last may be shorter) one fp32 scale
 //! s = max|x * scale| / 127 of the block, then the block's int8 values q = round(x * scale / s)
-//! (nearest, ties away from zero), in [-127, 127]. Decode: q * s. A block of zeros has s = 0.
+//! (nearest, ties to even), in [-127, 127]. Decode: q * s. A block of zeros has s = 0; a block
+//! holding a NaN or an infinity has s = NaN, so all of it decodes to NaN.
 //! One round trip errs by at most s / 2 = max|block| / 254 (plus fp32 rounding of the product,
 //! and of y / s, a few 2^-23 of s): the error is relative to the block's largest element, not to x.
 #pragma once
@@ -11,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string_view>
 
 #include "tutti/codec/concepts.hpp"
@@ -39,15 +41,37 @@ struct int8 {
     auto* values = reinterpret_cast<std::int8_t*>(wire + blocks(n) * sizeof(float));
     for (std::size_t b = 0, i = 0; i < n; ++b, i += block_elements) {
       const std::size_t m = std::min(block_elements, n - i);
-      float top = 0;
-      for (std::size_t j = 0; j < m; ++j) top = std::max(top, std::fabs(in[i + j] * scale));
-      const float s = top / 127.0f;
-      std::memcpy(wire + b * sizeof(float), &s, sizeof s);
-      const float inv = s > 0 ? 1.0f / s : 0.0f;
+      // Both loops vectorise (at -O3): the block's largest |y| is an integer max over the bit
+      // patterns with the sign cleared (positive floats order as their bits do; a float max
+      // reduction would need -ffast-math), and adding and subtracting 1.5 * 2^23 rounds to nearest
+      // even for |y| <= 2^22 (|y| <= 127 here), where std::round was a library call per element
+      // (0.67 GB/s, bench/codecs).
+      std::uint32_t top_bits = 0;
       for (std::size_t j = 0; j < m; ++j) {
-        const float q = std::round(in[i + j] * scale * inv);
-        values[i + j] = static_cast<std::int8_t>(std::clamp(q, -127.0f, 127.0f));
+        const float y = in[i + j] * scale;
+        std::uint32_t bits;
+        std::memcpy(&bits, &y, sizeof bits);
+        bits &= 0x7fffffffu;
+        top_bits = bits > top_bits ? bits : top_bits;
       }
+      float s;
+      if (top_bits >= 0x7f800000u) {
+        // A NaN or an infinity: the block's scale is NaN and all of it decodes to NaN, so a broken
+        // gradient is seen rather than quantised into something plausible.
+        s = std::numeric_limits<float>::quiet_NaN();
+        std::memset(values + i, 0, m);
+      } else {
+        float top;
+        std::memcpy(&top, &top_bits, sizeof top);
+        s = top / 127.0f;
+        const float inv = s > 0 ? 1.0f / s : 0.0f;
+        constexpr float magic = 0x1.8p23f;
+        for (std::size_t j = 0; j < m; ++j) {
+          const float y = in[i + j] * scale * inv;  // in [-127, 127] up to fp32's rounding: rounds inside
+          values[i + j] = static_cast<std::int8_t>(static_cast<int>((y + magic) - magic));
+        }
+      }
+      std::memcpy(wire + b * sizeof(float), &s, sizeof s);
     }
   }
   static void decode(const std::byte* wire, std::size_t n, float* out) noexcept {
