@@ -51,6 +51,23 @@ inline constexpr std::array<transport_kind, 3> transports = {transport_kind::inp
   return t == transport_kind::shm ? "shm" : t == transport_kind::multi_node ? "multi_node" : "inproc";
 }
 
+//! --codec: what allreduce puts on the wire. none is exact; the others are tutti's lossy codecs
+//! (tutti/codec/), carried by allreduce of float32 with sum or avg only.
+enum class codec_kind { none, fp16, bf16, int8 };
+
+inline constexpr std::array<codec_kind, 4> codecs = {codec_kind::none, codec_kind::fp16, codec_kind::bf16,
+                                                     codec_kind::int8};
+
+[[nodiscard]] constexpr std::string_view name_of(codec_kind c) noexcept {
+  switch (c) {
+    case codec_kind::none: return "none";
+    case codec_kind::fp16: return "fp16";
+    case codec_kind::bf16: return "bf16";
+    case codec_kind::int8: return "int8";
+  }
+  return "?";
+}
+
 //! -a: how each row's time is aggregated over ranks (nccl-tests' --average).
 enum class average_kind { rank0 = 0, mean = 1, min = 2, max = 3 };
 
@@ -85,6 +102,7 @@ struct options {
   int ranks_per_node = 0;  //!< --ranks-per-node, inproc only: simulated nodes of K ranks (0: one node)
   std::string algorithm = "ring";
   transport_kind transport = transport_kind::inproc;
+  codec_kind codec = codec_kind::none;  //!< --codec: lossy codecs need allreduce, float, sum or avg
   bool registered = false;  //!< -R 1: buffers from the transport's registered memory
   bool membw = false;
 };
@@ -128,6 +146,12 @@ inline void print_usage(std::FILE* f) {
                "  --algorithm A           ring; direct (shm); automatic; tree (allreduce reduce broadcast\n"
                "                          barrier); halving_doubling; hierarchical (ring inside nodes, ring\n"
                "                          across); hierarchical_hd; hierarchical_direct (shm) (default ring)\n"
+               "  --codec C               none fp16 bf16 int8: the allreduce's wire format (default none:\n"
+               "                          exact). Lossy codecs carry allreduce of float with sum or avg\n"
+               "                          only, with ring (inproc), ring or automatic (shm) and ring,\n"
+               "                          halving_doubling, hierarchical or automatic (multi_node);\n"
+               "                          algbw and busbw count float32 bytes, as without a codec, and\n"
+               "                          #wrong counts elements outside the codec's error bound\n"
                "  --ranks-per-node K      in-process runs: simulated nodes of K ranks (rank r on node r/K);\n"
                "                          under tutti-run: tutti-run --ranks-per-node K (default: one node)\n"
                "  --membw 0|1             also measure 1-thread memcpy bandwidth and print busbw as %% of it\n"
@@ -144,7 +168,15 @@ inline void print_usage(std::FILE* f) {
 }
 
 //! Codes of the long-only options (tutti's own).
-enum long_only : int { opt_collective = 256, opt_transport, opt_algorithm, opt_ranks_per_node, opt_membw, opt_json };
+enum long_only : int {
+  opt_collective = 256,
+  opt_transport,
+  opt_algorithm,
+  opt_ranks_per_node,
+  opt_membw,
+  opt_json,
+  opt_codec
+};
 
 inline std::string flag_name(int c) {
   switch (c) {
@@ -154,6 +186,7 @@ inline std::string flag_name(int c) {
     case opt_ranks_per_node: return "--ranks-per-node";
     case opt_membw: return "--membw";
     case opt_json: return "--json";
+    case opt_codec: return "--codec";
     default: return std::string("-") + static_cast<char>(c);
   }
 }
@@ -233,6 +266,22 @@ inline void refuse_old_meaning(int c, std::string_view arg) {
     return;  // a step of 0 or 1 byte is legal; the old -i 0|1 (in place) is printed side by side now
 }
 
+//! A lossy --codec compresses float32 sum/avg allreduce and nothing else (the communicator would
+//! refuse the rest at run time, rank by rank): say so once, naming the flag, before anything starts.
+inline void check_codec(const options& o) {
+  if (o.codec == codec_kind::none) return;
+  const std::string flag = "--codec " + std::string(name_of(o.codec));
+  if (o.coll->kind != collective_kind::allreduce)
+    throw usage_error{flag + ": lossy codecs compress allreduce only; got --collective " + std::string(o.coll->name) +
+                      " (leave --codec out, or --codec none, for other collectives)"};
+  if (o.type != dtype::f32)
+    throw usage_error{flag + ": lossy codecs carry float (float32) only; got -d " + std::string(tutti::name_of(o.type)) +
+                      " (use -d float, or --codec none for other datatypes)"};
+  if (o.reduction != op::sum && o.reduction != op::avg)
+    throw usage_error{flag + ": lossy codecs carry -o sum and -o avg only; got -o " +
+                      std::string(tutti::name_of(o.reduction)) + " (use --codec none for it)"};
+}
+
 inline options parse(int argc, char** argv) {
   static const ::option long_options[] = {
       {"minbytes", required_argument, nullptr, 'b'},     {"maxbytes", required_argument, nullptr, 'e'},
@@ -250,6 +299,7 @@ inline options parse(int argc, char** argv) {
       {"ranks-per-node", required_argument, nullptr, opt_ranks_per_node},
       {"membw", required_argument, nullptr, opt_membw},
       {"json", required_argument, nullptr, opt_json},
+      {"codec", required_argument, nullptr, opt_codec},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   options o;
@@ -289,6 +339,7 @@ inline options parse(int argc, char** argv) {
       case opt_algorithm: o.algorithm = arg; break;  // checked against the table of runners in main
       case opt_ranks_per_node: o.ranks_per_node = static_cast<int>(parse_integer(c, arg, 1, 1024)); break;
       case opt_membw: o.membw = parse_bool(c, arg); break;
+      case opt_codec: o.codec = parse_choice(c, arg, codecs, [](codec_kind k) { return name_of(k); }, "codec"); break;
       case opt_json:
         throw usage_error{"--json: JSON output is not available: this build has no nlohmann/json "
                           "(Debian package nlohmann-json3-dev)"};
@@ -315,6 +366,7 @@ inline options parse(int argc, char** argv) {
   if (o.transport == transport_kind::inproc) check_root(o, "-t");
   if (root_given && !o.coll->rooted)
     throw usage_error{"-r: " + std::string(o.coll->name) + " has no root (only broadcast and reduce do)"};
+  check_codec(o);
   if (o.ranks_per_node && o.transport != transport_kind::inproc)
     throw usage_error{"--ranks-per-node: with --transport " + std::string(name_of(o.transport)) +
                       " the launcher places ranks on nodes (real hosts, or tutti-run --ranks-per-node " +

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "expected.hpp"
 #include "options.hpp"
 
 namespace bench {
@@ -86,11 +87,22 @@ struct header_info {
   std::vector<std::string> notes;  //!< further "# ..." lines: transport settings, buffers
 };
 
+//! The header's "codec:" line: what the allreduce puts on the wire, and which bytes the table counts.
+inline std::string codec_description(codec_kind c) {
+  switch (c) {
+    case codec_kind::none: return "none (elements travel as they are)";
+    case codec_kind::fp16: return "fp16 (2 B per float on the wire, lossy)";
+    case codec_kind::bf16: return "bf16 (2 B per float on the wire, lossy)";
+    case codec_kind::int8: return "int8 (1 B per float + one 4 B scale per 256 on the wire, lossy)";
+  }
+  return "?";
+}
+
 inline void print_header(const options& o, const header_info& h) {
   const unsigned cpus = std::thread::hardware_concurrency();
-  std::printf("# tutti-bench: tutti %s, collective %s, transport %s (ranks are %s), algorithm %s\n", tutti::version,
-              std::string(o.coll->name).c_str(), std::string(h.transport).c_str(), std::string(h.ranks_are).c_str(),
-              std::string(h.algorithm).c_str());
+  std::printf("# tutti-bench: tutti %s, collective %s, transport %s (ranks are %s), algorithm %s, codec %s\n",
+              tutti::version, std::string(o.coll->name).c_str(), std::string(h.transport).c_str(),
+              std::string(h.ranks_are).c_str(), std::string(h.algorithm).c_str(), std::string(name_of(o.codec)).c_str());
   std::printf("# ranks %d  dtype %s  op %s%s\n", o.ranks, std::string(tutti::name_of(o.type)).c_str(),
               o.coll->reduces ? std::string(tutti::name_of(o.reduction)).c_str() : "none",
               o.coll->rooted ? (std::string("  root ") + std::to_string(o.root)).c_str() : "");
@@ -105,6 +117,9 @@ inline void print_header(const options& o, const header_info& h) {
   std::printf("# chunk_bytes %zu (TUTTI_CHUNK_BYTES)  cross-rank check %s (TUTTI_CHECK)  timeout %.0f s  cpus %u%s\n",
               h.comm.chunk_bytes, h.comm.check ? "on" : "off", std::chrono::duration<double>(h.comm.timeout).count(),
               cpus, cpus && static_cast<unsigned>(o.ranks) > cpus ? " (oversubscribed)" : "");
+  std::printf("# codec: %s%s\n", codec_description(o.codec).c_str(),
+              o.codec == codec_kind::none ? "" : "; size, algbw and busbw count float32 bytes, as nccl-tests would");
+  std::printf("# check: %s\n", check_description(o).c_str());
   for (const auto& note : h.notes) std::printf("# %s\n", note.c_str());
   if (o.membw)
     std::printf("# memory bandwidth (memcpy, 1 thread): %.2f GB/s (bytes read + written, 256 MiB, best of 5)\n",
@@ -132,6 +147,8 @@ struct summary {
   std::size_t rows = 0;
   double wrong = 0;
   double allocations = 0;
+  double largest_error = -1;  //!< lossy --codec: the largest |result - exact| of any checked element (-1: not measured)
+  double largest_bound = 0;   //!< and the largest bound it was held to
 };
 
 inline void format_time(char (&out)[32], double us) {  // nccl-tests' getFloatStr(value, 7)
@@ -170,6 +187,9 @@ inline void print_row(const options& o, const row_shape& s, const row_result (&r
 inline void print_footer(const summary& sum) {
   std::printf("# Out of bounds values : %.0f %s\n", sum.wrong, sum.wrong == 0 ? "OK" : "FAILED");
   std::printf("# Avg bus bandwidth : %g\n", sum.rows ? sum.busbw_sum / static_cast<double>(sum.rows) : 0.0);
+  if (sum.largest_error >= 0)
+    std::printf("# Largest |result - exact| of checked elements (all ranks, all sizes): %.3g (bound at most %.3g)\n",
+                sum.largest_error, sum.largest_bound);
   std::printf("# Heap allocations in timed loops (all ranks, all sizes): %.0f\n", sum.allocations);
   std::printf("#\n");
   std::fflush(stdout);
