@@ -98,61 +98,84 @@ void compressed_allreduce(Ctx& c, const float* in, float* out, std::size_t count
   const std::size_t chunk = std::max(g, chunk_elems(c.chunk_bytes(), sizeof(float)) / g * g);
   const layout lay{count, round_up(per_rank, g), chunk};
   // Scratch: one wire slot per rank to send from (own slot: the encoded result), one per rank to
-  // receive into (contributions, then results), and the fp32 accumulator of this rank's piece.
+  // receive contributions into and one to receive results into (two, so the next round's
+  // contributions can arrive while this round's results do), and the fp32 accumulator.
   const std::size_t slot = round_up(Ctx::wire_bytes(dtype::f32, std::min(chunk, lay.segment)), 64);
   const auto slots = static_cast<std::size_t>(n);
-  std::byte* base = c.scratch(2 * slots * slot + std::min(chunk, lay.segment) * sizeof(float));
+  std::byte* base = c.scratch(3 * slots * slot + std::min(chunk, lay.segment) * sizeof(float));
   auto outgoing = [&](int p) { return base + static_cast<std::size_t>(p) * slot; };
-  auto incoming = [&](int p) { return base + (slots + static_cast<std::size_t>(p)) * slot; };
-  auto* acc = reinterpret_cast<float*>(base + 2 * slots * slot);
-  request_slots<typename Ctx::request> recvs(slots), sends(slots);  // n-1 of each in flight per phase
-
+  auto contribution = [&](int p) { return base + (slots + static_cast<std::size_t>(p)) * slot; };
+  auto result = [&](int p) { return base + (2 * slots + static_cast<std::size_t>(p)) * slot; };
+  auto* acc = reinterpret_cast<float*>(base + 3 * slots * slot);
+  // n-1 of each in flight per phase; phase 1 of round j+1 overlaps phase 2 of round j.
+  request_slots<typename Ctx::request> recv1(slots), send1(slots), recv2(slots), send2(slots);
+  const auto at = [](int p) { return static_cast<std::size_t>(p); };
+  const auto wire = [](std::size_t elements) { return Ctx::wire_bytes(dtype::f32, elements); };
   const float self = scale * c.prescale();
-  for (std::size_t j = 0, rounds = lay.rounds(); j < rounds; ++j) {
+
+  // Phase 1: contributions to their owners, encoded once; the owner sums them in fp32.
+  const auto start_phase1 = [&](std::size_t j) {
     const auto mine = lay.at(r, j);
-    // Phase 1: contributions to their owners, encoded once; the owner sums in fp32.
-    for (int s = 1; s < n; ++s) {
-      const auto [to, from] = at_step(order, r, s, n);
-      (void)to;
-      if (mine.size) recvs[static_cast<std::size_t>(from)] = c.recv(from, incoming(from), Ctx::wire_bytes(dtype::f32, mine.size));
+    for (int s = 1; s < n && mine.size; ++s) {
+      const int from = at_step(order, r, s, n).from;
+      recv1[at(from)] = c.recv(from, contribution(from), wire(mine.size));
     }
     for (int s = 1; s < n; ++s) {
       const int to = at_step(order, r, s, n).to;
       const auto theirs = lay.at(to, j);
       if (!theirs.size) continue;
       c.encode(in + theirs.first, theirs.size, self, outgoing(to));
-      sends[static_cast<std::size_t>(to)] = c.send(to, outgoing(to), Ctx::wire_bytes(dtype::f32, theirs.size));
+      send1[at(to)] = c.send(to, outgoing(to), wire(theirs.size));
     }
+  };
+  const auto finish_phase1 = [&](std::size_t j) {
+    const auto mine = lay.at(r, j);
     for (std::size_t i = 0; i < mine.size; ++i) acc[i] = in[mine.first + i] * self;
     for (int s = 1; s < n && mine.size; ++s) {
       const int from = at_step(order, r, s, n).from;
-      c.wait(recvs[static_cast<std::size_t>(from)]);
-      c.decode_add(incoming(from), mine.size, acc);
+      c.wait(recv1[at(from)]);
+      c.decode_add(contribution(from), mine.size, acc);
     }
-    for (int s = 1; s < n; ++s) c.wait(sends[static_cast<std::size_t>(at_step(order, r, s, n).to)]);
-
-    // Phase 2: each owner's reduced piece, encoded once, to every rank; all decode the same bytes.
+    for (int s = 1; s < n; ++s) c.wait(send1[at(at_step(order, r, s, n).to)]);  // outgoing slots free
+  };
+  // Phase 2: each owner's reduced piece, encoded once, to every rank; all decode the same bytes.
+  const auto start_phase2 = [&](std::size_t j) {
+    const auto mine = lay.at(r, j);
     for (int s = 1; s < n; ++s) {
       const int from = at_step(order, r, s, n).from;
       const auto theirs = lay.at(from, j);
-      if (theirs.size) recvs[static_cast<std::size_t>(from)] = c.recv(from, incoming(from), Ctx::wire_bytes(dtype::f32, theirs.size));
+      if (theirs.size) recv2[at(from)] = c.recv(from, result(from), wire(theirs.size));
     }
-    if (mine.size) {
-      c.encode(acc, mine.size, 1.0f, outgoing(r));
-      for (int s = 1; s < n; ++s) {
-        const int to = at_step(order, r, s, n).to;
-        sends[static_cast<std::size_t>(to)] = c.send(to, outgoing(r), Ctx::wire_bytes(dtype::f32, mine.size));
-      }
-      c.decode(outgoing(r), mine.size, out + mine.first);
+    if (!mine.size) return;
+    c.encode(acc, mine.size, 1.0f, outgoing(r));
+    for (int s = 1; s < n; ++s) {
+      const int to = at_step(order, r, s, n).to;
+      send2[at(to)] = c.send(to, outgoing(r), wire(mine.size));
     }
+  };
+  const auto finish_phase2 = [&](std::size_t j) {
+    const auto mine = lay.at(r, j);
+    if (mine.size) c.decode(outgoing(r), mine.size, out + mine.first);
     for (int s = 1; s < n; ++s) {
       const int from = at_step(order, r, s, n).from;
       const auto theirs = lay.at(from, j);
       if (!theirs.size) continue;
-      c.wait(recvs[static_cast<std::size_t>(from)]);
-      c.decode(incoming(from), theirs.size, out + theirs.first);
+      c.wait(recv2[at(from)]);
+      c.decode(result(from), theirs.size, out + theirs.first);
     }
-    for (int s = 1; s < n; ++s) c.wait(sends[static_cast<std::size_t>(at_step(order, r, s, n).to)]);
+    for (int s = 1; s < n; ++s) c.wait(send2[at(at_step(order, r, s, n).to)]);  // outgoing(r) free
+  };
+
+  // Every rank posts in the same order (phase 1 of j, phase 2 of j, phase 1 of j+1, ...), so
+  // messages between two ranks match in order. Round j+1's contributions are encoded and on their
+  // way while round j's results travel; in place is safe because rounds touch disjoint elements.
+  const std::size_t rounds = lay.rounds();
+  if (rounds) start_phase1(0);
+  for (std::size_t j = 0; j < rounds; ++j) {
+    finish_phase1(j);
+    start_phase2(j);
+    if (j + 1 < rounds) start_phase1(j + 1);
+    finish_phase2(j);
   }
 }
 
