@@ -5,6 +5,9 @@
 //! plain reference for world sizes 1-9, counts 0, 1, 2, 7, 1009 and 1,000,003 (see runs_at), every dtype and op,
 //! in place and out of place, bit for bit, with guard bytes around every output to catch overruns.
 //! Instantiate with TEST_CASE_TEMPLATE_INVOKE(allreduce_conformance, your_world<your_algorithm>).
+//! Each test case's name begins with its suite's identifier and a colon ("allreduce_conformance:
+//! allreduce matches the reference<World>"), so that --test-case=allreduce_conformance:* selects
+//! that suite alone (tests/CMakeLists.txt registers one CTest per suite a source invokes that way).
 #pragma once
 #include <doctest/doctest.h>
 
@@ -133,7 +136,7 @@ void for_each_world(PerRank&& per_rank) {
 
 }  // namespace tutti::testing
 
-TEST_CASE_TEMPLATE_DEFINE("allreduce matches the reference", World, allreduce_conformance) {
+TEST_CASE_TEMPLATE_DEFINE("allreduce_conformance: allreduce matches the reference", World, allreduce_conformance) {
   using namespace tutti;
   using namespace tutti::testing;
   for_each_world<World>([](auto& comm, int world, failure_log& log) {
@@ -170,7 +173,8 @@ TEST_CASE_TEMPLATE_DEFINE("allreduce matches the reference", World, allreduce_co
   });
 }
 
-TEST_CASE_TEMPLATE_DEFINE("reduce_scatter matches the reference", World, reduce_scatter_conformance) {
+TEST_CASE_TEMPLATE_DEFINE("reduce_scatter_conformance: reduce_scatter matches the reference", World,
+                          reduce_scatter_conformance) {
   using namespace tutti;
   using namespace tutti::testing;
   for_each_world<World>([](auto& comm, int world, failure_log& log) {
@@ -213,7 +217,7 @@ TEST_CASE_TEMPLATE_DEFINE("reduce_scatter matches the reference", World, reduce_
   });
 }
 
-TEST_CASE_TEMPLATE_DEFINE("allgather matches the reference", World, allgather_conformance) {
+TEST_CASE_TEMPLATE_DEFINE("allgather_conformance: allgather matches the reference", World, allgather_conformance) {
   using namespace tutti;
   using namespace tutti::testing;
   for_each_world<World>([](auto& comm, int world, failure_log& log) {
@@ -252,7 +256,7 @@ TEST_CASE_TEMPLATE_DEFINE("allgather matches the reference", World, allgather_co
   });
 }
 
-TEST_CASE_TEMPLATE_DEFINE("broadcast matches the reference", World, broadcast_conformance) {
+TEST_CASE_TEMPLATE_DEFINE("broadcast_conformance: broadcast matches the reference", World, broadcast_conformance) {
   using namespace tutti;
   using namespace tutti::testing;
   for_each_world<World>([](auto& comm, int world, failure_log& log) {
@@ -285,7 +289,7 @@ TEST_CASE_TEMPLATE_DEFINE("broadcast matches the reference", World, broadcast_co
   });
 }
 
-TEST_CASE_TEMPLATE_DEFINE("reduce matches the reference", World, reduce_conformance) {
+TEST_CASE_TEMPLATE_DEFINE("reduce_conformance: reduce matches the reference", World, reduce_conformance) {
   using namespace tutti;
   using namespace tutti::testing;
   for_each_world<World>([](auto& comm, int world, failure_log& log) {
@@ -333,7 +337,7 @@ TEST_CASE_TEMPLATE_DEFINE("reduce matches the reference", World, reduce_conforma
   });
 }
 
-TEST_CASE_TEMPLATE_DEFINE("alltoall matches the reference", World, alltoall_conformance) {
+TEST_CASE_TEMPLATE_DEFINE("alltoall_conformance: alltoall matches the reference", World, alltoall_conformance) {
   using namespace tutti;
   using namespace tutti::testing;
   for_each_world<World>([](auto& comm, int world, failure_log& log) {
@@ -374,7 +378,8 @@ TEST_CASE_TEMPLATE_DEFINE("alltoall matches the reference", World, alltoall_conf
   });
 }
 
-TEST_CASE_TEMPLATE_DEFINE("barrier does not return before every rank entered", World, barrier_conformance) {
+TEST_CASE_TEMPLATE_DEFINE("barrier_conformance: barrier does not return before every rank entered", World,
+                          barrier_conformance) {
   using namespace tutti::testing;
   for_each_world<World>([](auto& comm, int world, failure_log& log) {
     // One rank (a different one each round) arrives late; nobody may leave before it arrived.

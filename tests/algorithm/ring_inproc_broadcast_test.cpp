@@ -1,6 +1,0 @@
-//! ring over inproc runs the broadcast conformance suite.
-#include <tutti/testing/conformance.hpp>
-#include <tutti/testing/inproc_world.hpp>
-#include <tutti/algorithm/ring.hpp>
-
-TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, tutti::testing::inproc_world<tutti::algorithm::ring>);

@@ -1,6 +1,0 @@
-//! tree over inproc runs the broadcast conformance suite.
-#include <tutti/testing/conformance.hpp>
-#include <tutti/testing/inproc_world.hpp>
-#include <tutti/algorithm/tree.hpp>
-
-TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, tutti::testing::inproc_world<tutti::algorithm::tree>);
