@@ -8,6 +8,7 @@
 #include <tutti/testing/feedback_conformance.hpp>
 #include <tutti/codec/float16.hpp>
 #include <tutti/codec/int8.hpp>
+#include <tutti/codec/onebit.hpp>
 #include <tutti/codec/topk.hpp>
 #include <tutti/testing/conformance.hpp>
 #include <tutti/testing/fork_world.hpp>
@@ -91,6 +92,8 @@ namespace {
 using int8_threads = inproc_world<hierarchical<alg::ring, alg::ring>, interleaved_nodes<3>, tutti::codec::int8>;
 using fp16_direct = fork_world<hierarchical<alg::direct, alg::ring>, blocked_nodes<2>, tutti::codec::fp16>;
 using topk_threads = inproc_world<hierarchical<alg::ring, alg::ring>, blocked_nodes<2>, tutti::codec::topk>;
+using bf16_hd = inproc_world<hierarchical<alg::ring, alg::halving_doubling>, blocked_nodes<2>, tutti::codec::bf16>;
+using onebit_threads = inproc_world<hierarchical<alg::ring, alg::ring>, interleaved_nodes<3>, tutti::codec::onebit>;
 }  // namespace
-TEST_CASE_TEMPLATE_INVOKE(compressed_allreduce_conformance, int8_threads, fp16_direct);
-TEST_CASE_TEMPLATE_INVOKE(feedback_allreduce_conformance, topk_threads);
+TEST_CASE_TEMPLATE_INVOKE(compressed_allreduce_conformance, int8_threads, fp16_direct, bf16_hd);
+TEST_CASE_TEMPLATE_INVOKE(feedback_allreduce_conformance, topk_threads, onebit_threads);
