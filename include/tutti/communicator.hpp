@@ -424,12 +424,7 @@ class communicator {
     if (bad.empty() && in.count != out.count)
       bad = "send has " + std::to_string(in.count) + " elements but recv has " + std::to_string(out.count);
     if constexpr (!codec_type::lossless) {
-      if (bad.empty() && !codec_type::accepts(in.type))
-        bad = "codec " + std::string(codec_type::name) + " carries float32 only; got dtype " +
-              std::string(name_of(in.type)) + " (use a communicator with codec::none for it)";
-      if (bad.empty() && o != op::sum && o != op::avg)
-        bad = "codec " + std::string(codec_type::name) + " carries sum and avg only; got op " +
-              std::string(name_of(o)) + " with dtype " + std::string(name_of(in.type));
+      if (bad.empty()) bad = lossy_refusal<codec_type>(in.type, o);
     }
     if (bad.empty()) bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(), in.data == out.data);
     float* residual = nullptr;

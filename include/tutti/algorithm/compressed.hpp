@@ -84,6 +84,13 @@ class request_slots {
 
 [[nodiscard]] constexpr std::size_t round_up(std::size_t x, std::size_t m) noexcept { return (x + m - 1) / m * m; }
 
+//! Floats per pipelining round: TUTTI_CHUNK_BYTES of fp32, a whole number of codec granules.
+template <class Ctx>
+[[nodiscard]] std::size_t granule_chunk(const Ctx& c) noexcept {
+  constexpr std::size_t g = Ctx::granule;
+  return std::max(g, chunk_elems(c.chunk_bytes(), sizeof(float)) / g * g);
+}
+
 }  // namespace compressed_detail
 
 //! out[i] = sum over ranks of in[i] * scale (scale: 1/n for avg, times the context's prescale),
@@ -95,7 +102,7 @@ void compressed_allreduce(Ctx& c, const float* in, float* out, std::size_t count
   if (count == 0) return;
   constexpr std::size_t g = Ctx::granule;
   const std::size_t per_rank = (count + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
-  const std::size_t chunk = std::max(g, chunk_elems(c.chunk_bytes(), sizeof(float)) / g * g);
+  const std::size_t chunk = granule_chunk(c);
   const layout lay{count, round_up(per_rank, g), chunk};
   // Scratch: one wire slot per rank to send from (own slot: the encoded result), one per rank to
   // receive contributions into and one to receive results into (two, so the next round's
@@ -193,8 +200,7 @@ void gathered_allreduce(Ctx& c, const float* in, float* out, std::size_t count, 
   if (!residual)
     throw invalid_argument(c.where() + "codec " + std::string(Ctx::codec_type::name) +
                            " needs this tensor's error_feedback (allreduce(tensor, op, feedback))");
-  constexpr std::size_t g = Ctx::granule;
-  const std::size_t chunk = std::max(g, chunk_elems(c.chunk_bytes(), sizeof(float)) / g * g);
+  const std::size_t chunk = granule_chunk(c);
   const std::size_t slot = round_up(Ctx::wire_bytes(dtype::f32, std::min(chunk, count)), 64);
   std::byte* base = c.scratch(static_cast<std::size_t>(n) * slot);
   auto wire = [&](int q) { return base + static_cast<std::size_t>(q) * slot; };
@@ -224,15 +230,8 @@ void gathered_allreduce(Ctx& c, const float* in, float* out, std::size_t count, 
 //! is built only on the way to the throw: a correct call allocates nothing.
 template <class Ctx>
 void check_lossy_arguments(const Ctx& c, dtype t, op o) {
-  if (t == dtype::f32 && (o == op::sum || o == op::avg)) return;
-  const std::string_view codec = Ctx::codec_type::name;
-  const std::string where = c.where();
-  if (t != dtype::f32)
-    throw invalid_argument(where + "codec " + std::string(codec) + " carries float32 only; got dtype " +
-                           std::string(name_of(t)) + " (use codec::none for it)");
-  if (o != op::sum && o != op::avg)
-    throw invalid_argument(where + "codec " + std::string(codec) + " carries sum and avg only; got op " +
-                           std::string(name_of(o)) + " (a quantised max/min/prod is not what the caller asked for)");
+  if (Ctx::codec_type::accepts(t) && (o == op::sum || o == op::avg)) return;
+  throw invalid_argument(c.where() + lossy_refusal<typename Ctx::codec_type>(t, o));
 }
 
 //! The lossy allreduce entry every carrying algorithm shares: checks, then the schedule. A world

@@ -3,9 +3,11 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "tutti/core/dtype.hpp"
+#include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
 
 namespace tutti {
@@ -50,6 +52,20 @@ concept feedback_codec_policy =
       C::decode(cwire, n, out);
       C::decode_add(cwire, n, out);
     };
+
+//! Why a lossy codec C cannot carry an allreduce of dtype t with op o, or "" when it can: the one
+//! wording the communicator (before any data moves) and the schedules (algorithm/compressed.hpp)
+//! both use, without the "rank r: allreduce #s: " that each prefixes.
+template <class C>
+[[nodiscard]] std::string lossy_refusal(dtype t, op o) {
+  if (!C::accepts(t))
+    return "codec " + std::string(C::name) + " carries float32 only; got dtype " + std::string(name_of(t)) +
+           " (use a communicator with codec::none for it)";
+  if (o != op::sum && o != op::avg)
+    return "codec " + std::string(C::name) + " carries sum and avg only; got op " + std::string(name_of(o)) +
+           " with dtype " + std::string(name_of(t));
+  return {};
+}
 
 //! Elements per independently scaled block of a lossy codec (int8: 256), 1 when every element
 //! stands alone (fp16, bf16). Schedules cut buffers at multiples of it, so a block never straddles
