@@ -14,10 +14,12 @@
 #include <boost/hana/type.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <ranges>
 #include <span>
@@ -41,6 +43,8 @@
 #include "tutti/core/policy.hpp"
 #include "tutti/core/tensor_view.hpp"
 #include "tutti/fusion/concepts.hpp"
+#include "tutti/fusion/engine.hpp"
+#include "tutti/fusion/handle.hpp"
 #include "tutti/fusion/none.hpp"
 #include "tutti/transport/concepts.hpp"
 #include "tutti/transport/exchange.hpp"
@@ -52,12 +56,16 @@ struct communicator_options {
   std::chrono::nanoseconds timeout = std::chrono::seconds(300);  //!< TUTTI_TIMEOUT: any one collective
   std::size_t chunk_bytes = 512 << 10;  //!< TUTTI_CHUNK_BYTES: pipelining unit of chunked algorithms
   bool check = true;                    //!< TUTTI_CHECK: cross-rank argument check before each collective
+  //! TUTTI_STALL_TIMEOUT: how long a tensor enqueued by some ranks waits for the others before its
+  //! handles fail naming the missing ranks (allreduce_async).
+  std::chrono::nanoseconds stall_timeout = std::chrono::seconds(60);
 
   [[nodiscard]] static communicator_options from_env() {
     communicator_options o;
     o.timeout = config::timeout();
     o.chunk_bytes = config::bytes("TUTTI_CHUNK_BYTES", o.chunk_bytes, 64, std::size_t{1} << 30);
     o.check = config::flag("TUTTI_CHECK", o.check);
+    o.stall_timeout = config::seconds("TUTTI_STALL_TIMEOUT", o.stall_timeout);
     return o;
   }
 };
@@ -140,7 +148,7 @@ struct sorted_policies {
                 "(needs name, lossless, encoded_bytes; see tutti/codec/concepts.hpp)");
   static_assert(fusion_pick::count != 1 || fusion_policy<fusion>,
                 "tutti::communicator<...>: the FusionStrategy does not satisfy tutti::fusion_policy "
-                "(needs name, threshold_bytes; see tutti/fusion/concepts.hpp)");
+                "(needs name, threshold_bytes, cycle_time, autotune; see tutti/fusion/concepts.hpp)");
   static_assert(codec_pick::count != 1 || !codec_policy<codec> || codec::lossless || lossy_codec_policy<codec> ||
                     feedback_codec_policy<codec>,
                 "tutti::communicator<...>: a lossy Codec must satisfy tutti::lossy_codec_policy (accepts, encode, "
@@ -183,6 +191,29 @@ struct check_codec_element {
                 "tutti::communicator<...>::allreduce: a lossy Codec (fp16, bf16, int8) carries float elements "
                 "only; reduce integers or doubles with a communicator whose codec is codec::none "
                 "(the note below names the Codec and the element type)");
+};
+
+//! Holds a communicator's fusion engine. The engine's thread refers to its communicator, so a
+//! communicator whose engine runs cannot move; moving one whose engine has not started is fine.
+template <class Engine>
+struct engine_slot {
+  std::unique_ptr<Engine> engine;
+  engine_slot() = default;
+  engine_slot(engine_slot&& o) : engine(checked(std::move(o))) {}
+  engine_slot& operator=(engine_slot&& o) {
+    if (engine) throw invalid_argument("tutti::communicator: cannot be assigned to while its fusion engine runs");
+    engine = checked(std::move(o));
+    return *this;
+  }
+  ~engine_slot() { engine.reset(); }  // stops and joins the thread before the members it uses go
+
+ private:
+  static std::unique_ptr<Engine> checked(engine_slot&& o) {
+    if (o.engine)
+      throw invalid_argument("tutti::communicator: cannot be moved while its fusion engine runs (allreduce_async "
+                             "started it); keep the communicator where it is, or move it before the first call");
+    return nullptr;
+  }
 };
 
 inline bool overlaps(const void* a, std::size_t an, const void* b, std::size_t bn) noexcept {
@@ -273,6 +304,74 @@ class communicator {
     static_assert(sizeof(detail::check_codec_element<codec_type, std::ranges::range_value_t<In>>) > 0);
     allreduce(const_view_of(in), view_of(out), o, feedback);
   }
+
+  // ---- allreduce_async: the fusion engine (fusion/engine.hpp) ----------------------------------------
+  //! Queues `name`'s tensor for an allreduce and returns at once; the handle completes when every
+  //! rank's copy is reduced (read `out`, or reuse the buffers, only after wait() returns). Every rank
+  //! must enqueue the same names with the same counts, dtypes and ops, in any order and at any time:
+  //! the engine agrees which are ready everywhere and fuses them by the FusionStrategy. A name
+  //! enqueued by some ranks only fails after TUTTI_STALL_TIMEOUT (tutti::timeout naming the missing
+  //! ranks); different counts, dtypes or ops fail with tutti::mismatch naming the tensor. The first
+  //! call starts the engine on every rank (start_fusion_engine()).
+  fusion::handle allreduce_async(std::string name, const_tensor_view in, tensor_view out, op o,
+                                 fusion::completion::callback done = {}) {
+    check_async(name, in, out, o);
+    start_fusion_engine();
+    return engine_.engine->enqueue(std::move(name), in, out, o, std::move(done));
+  }
+  fusion::handle allreduce_async(std::string name, tensor_view inout, op o, fusion::completion::callback done = {}) {
+    return allreduce_async(std::move(name), const_tensor_view(inout), inout, o, std::move(done));
+  }
+  template <std::ranges::contiguous_range R>
+  fusion::handle allreduce_async(std::string name, R&& inout, op o, fusion::completion::callback done = {}) {
+    static_assert(sizeof(detail::check_codec_element<codec_type, std::ranges::range_value_t<R>>) > 0);
+    return allreduce_async(std::move(name), view_of(inout), o, std::move(done));
+  }
+
+  //! Starts the fusion engine now (allreduce_async does on its first call). Collective: every rank
+  //! calls it, at the same point among its blocking collectives, and the ranks' TUTTI_FUSION_THRESHOLD,
+  //! TUTTI_CYCLE_TIME and TUTTI_AUTOTUNE must agree (tutti::mismatch naming the variable otherwise).
+  void start_fusion_engine() {
+    if (engine_.engine) return;
+    if (!broken_.empty()) throw error("rank " + std::to_string(rank()) + ": allreduce_async: communicator is unusable after an earlier failure: " + broken_);
+    auto settings = fusion_settings();
+    std::array<std::uint64_t, 3> mine{settings.initial.threshold_bytes,
+                                      static_cast<std::uint64_t>(settings.initial.cycle_time.count()),
+                                      settings.autotune ? 1u : 0u};
+    std::vector<std::uint64_t> all(mine.size() * static_cast<std::size_t>(size()));
+    allgather(const_tensor_view(std::span<const std::uint64_t>(mine)), tensor_view(std::span(all)));
+    static constexpr const char* variables[] = {"TUTTI_FUSION_THRESHOLD (bytes)", "TUTTI_CYCLE_TIME (microseconds)",
+                                                "TUTTI_AUTOTUNE"};
+    for (std::size_t v = 0; v < mine.size(); ++v)
+      for (int r = 1; r < size(); ++r)
+        if (all[static_cast<std::size_t>(r) * mine.size() + v] != all[v])
+          throw mismatch("rank " + std::to_string(rank()) + ": starting the fusion engine: " + variables[v] +
+                         " differs across ranks: rank 0 has " + std::to_string(all[v]) + ", rank " +
+                         std::to_string(r) + " has " + std::to_string(all[static_cast<std::size_t>(r) * mine.size() + v]));
+    std::unique_ptr<fusion::tuner> tuner;
+    if (settings.autotune) {
+      if constexpr (requires { fusion_type::make_tuner(settings.initial, std::string()); }) {
+        if (rank() == 0) tuner = fusion_type::make_tuner(settings.initial, std::string(fusion_type::name));
+      } else {
+        throw invalid_argument("rank " + std::to_string(rank()) + ": TUTTI_AUTOTUNE=1 needs the fusion::autotuned "
+                               "strategy (tutti/fusion/autotuned.hpp, with Eigen); this communicator's is fusion::" +
+                               std::string(fusion_type::name));
+      }
+    }
+    engine_.engine = std::make_unique<engine_type>(*this, settings, std::move(tuner),
+                                                   fusion::timeline::from_env(rank(), size()));
+    log(log_level::info, rank(),
+        "fusion engine started: threshold " + std::to_string(settings.initial.threshold_bytes) + " bytes, cycle " +
+            std::to_string(settings.initial.cycle_time.count()) + " us, autotune " + (settings.autotune ? "on" : "off"));
+  }
+
+  //! The fusion parameters in force (the autotuner's latest choice); the strategy's before the engine starts.
+  [[nodiscard]] fusion::parameters fusion_parameters() const {
+    if (engine_.engine) return engine_.engine->current_parameters();
+    return fusion_settings().initial;
+  }
+  //! Negotiation rounds the engine has run (0 before it starts): for tests and diagnostics.
+  [[nodiscard]] std::uint64_t fusion_rounds() const noexcept { return engine_.engine ? engine_.engine->rounds() : 0; }
 
   // ---- reduce_scatter: in has size()*n elements; out gets this rank's n reduced elements ------------
   void reduce_scatter(const_tensor_view in, tensor_view out, op o) {
@@ -413,6 +512,52 @@ class communicator {
     return const_tensor_view(std::span(std::ranges::data(r), std::ranges::size(r)));
   }
 
+  using engine_type = fusion::engine<communicator>;
+  friend engine_type;
+
+  //! The engine's collectives: the same checked allreduce, numbered in the engine's own sequence.
+  void fused_allreduce(const_tensor_view in, tensor_view out, op o, error_feedback* feedback, const std::string&) {
+    allreduce_checked(in, out, o, feedback);
+  }
+  //! The engine stopped on an error outside a collective (its negotiation failed): like a failed collective.
+  void engine_failed(const std::string& what) {
+    if (!broken_.empty()) return;
+    broken_ = "rank " + std::to_string(rank()) + ": fusion engine: " + what;
+    transport_->abort();
+  }
+
+  //! The strategy's parameters with the TUTTI_* overrides.
+  fusion::engine_settings fusion_settings() const {
+    fusion::engine_settings s;
+    s.initial.threshold_bytes = config::bytes("TUTTI_FUSION_THRESHOLD", fusion_type::threshold_bytes, 0, std::size_t{1} << 30);
+    s.initial.cycle_time = config::milliseconds("TUTTI_CYCLE_TIME", fusion_type::cycle_time, std::chrono::seconds(10));
+    s.stall_timeout = options_.stall_timeout;
+    s.timeout = options_.timeout;
+    s.autotune = config::flag("TUTTI_AUTOTUNE", fusion_type::autotune);
+    return s;
+  }
+
+  //! allreduce_async's own argument checks, before anything is queued (this rank only: the engine's
+  //! negotiation compares ranks).
+  void check_async(const std::string& name, const_tensor_view in, tensor_view out, op o) {
+    std::string bad;
+    if (name.empty()) bad = "the tensor name is empty";
+    else if (!is_valid(in.type)) bad = "dtype value " + std::to_string(static_cast<int>(in.type)) + " is not a tutti::dtype";
+    else if (!is_valid(o)) bad = "op value " + std::to_string(static_cast<int>(o)) + " is not a tutti::op";
+    else if (in.type != out.type)
+      bad = "send dtype " + std::string(name_of(in.type)) + " differs from recv dtype " + std::string(name_of(out.type));
+    else if (in.count != out.count)
+      bad = "send has " + std::to_string(in.count) + " elements but recv has " + std::to_string(out.count);
+    else if ((in.count && !in.data) || (out.count && !out.data)) bad = "null buffer with a non-zero count";
+    else if (in.count > SIZE_MAX / size_of(in.type) / static_cast<std::size_t>(size()))
+      bad = "count " + std::to_string(in.count) + " is too large to address in bytes";
+    if constexpr (!codec_type::lossless) {
+      if (bad.empty()) bad = lossy_refusal<codec_type>(in.type, o);
+    }
+    if (bad.empty()) bad = check_aliasing(in.data, in.bytes(), out.data, out.bytes(), in.data == out.data);
+    if (!bad.empty()) throw invalid_argument("rank " + std::to_string(rank()) + ": allreduce_async '" + name + "': " + bad);
+  }
+
   void allreduce_checked(const_tensor_view in, tensor_view out, op o, error_feedback* feedback) {
     static_assert(has_allreduce<algorithm_type, context_type>,
                   "tutti::communicator<...>::allreduce: the Algorithm does not implement allreduce, or its signature differs; "
@@ -444,7 +589,7 @@ class communicator {
 
   collective_descriptor describe(collective kind, dtype t, op o, std::size_t count, int root) {
     collective_descriptor d;
-    d.sequence = ++sequence_;
+    d.sequence = on_engine_thread() ? (fusion::engine_sequence_bit | ++engine_sequence_) : ++sequence_;
     d.kind = static_cast<std::uint8_t>(kind);
     d.type = static_cast<std::uint8_t>(t);
     d.reduction = static_cast<std::uint8_t>(o);
@@ -457,9 +602,14 @@ class communicator {
   }
 
   [[nodiscard]] std::string where(const collective_descriptor& d) const {
+    if (d.sequence & fusion::engine_sequence_bit)
+      return "rank " + std::to_string(rank()) + ": fused " + std::string(name_of(static_cast<collective>(d.kind))) +
+             " #" + std::to_string(d.sequence & ~fusion::engine_sequence_bit) + ": ";
     return "rank " + std::to_string(rank()) + ": " + std::string(name_of(static_cast<collective>(d.kind))) + " #" +
            std::to_string(d.sequence) + ": ";
   }
+
+  [[nodiscard]] bool on_engine_thread() const noexcept { return engine_.engine && engine_.engine->on_engine_thread(); }
 
   std::string check_common(const collective_descriptor& d, const_tensor_view in, tensor_view out) const {
     const auto t = static_cast<dtype>(d.type);
@@ -531,15 +681,28 @@ class communicator {
   //! Checks arguments here and across ranks, then runs the algorithm under one deadline.
   template <class F>
   void run(const collective_descriptor& d, const std::string& bad, F&& body) {
+    // Beside a running fusion engine, a blocking collective waits for its turn (granted when every
+    // rank has entered it), and has the transport to itself until it returns.
+    const bool engine_thread = on_engine_thread();
+    struct turn {
+      engine_type* engine = nullptr;
+      ~turn() {
+        if (engine) engine->leave_blocking();
+      }
+    } held;
+    if (engine_.engine && !engine_thread && engine_.engine->enter_blocking(deadline::after(options_.timeout), where(d)))
+      held.engine = engine_.engine.get();
     if (!broken_.empty()) throw error(where(d) + "communicator is unusable after an earlier failure: " + broken_);
     const auto until = deadline::after(options_.timeout);
     auto desc = d;
     desc.arguments_ok = bad.empty() ? 1 : 0;
     // An algorithm that checks arguments in its first synchronisation saves a round trip.
+    // The engine's collectives were agreed on by its negotiation: no second check.
+    const bool check = options_.check && !engine_thread;
     constexpr bool in_algorithm = checks_arguments<algorithm_type, context_type>;
-    if (options_.check && !in_algorithm)
+    if (check && !in_algorithm)
       guarded(desc, "while checking arguments across ranks: ", [&] { agree(desc, until); });
-    const bool check_in_algorithm = options_.check && in_algorithm;
+    const bool check_in_algorithm = check && in_algorithm;
     context_type c(*transport_, scratch_, d.sequence, until, options_.chunk_bytes, check_in_algorithm ? &desc : nullptr,
                    &descriptors_, &algorithm_state_, &d, &nodes_);
     if (!bad.empty()) {
@@ -630,6 +793,8 @@ class communicator {
   std::string broken_;  //!< non-empty once a collective failed midway: data may be partial
   std::vector<collective_descriptor> descriptors_;
   std::vector<typename transport_type::request> requests_;
+  std::uint64_t engine_sequence_ = 0;  //!< the engine's collectives (its thread only)
+  detail::engine_slot<engine_type> engine_;  //!< last: stopped and joined before any member it uses goes
 };
 
 }  // namespace tutti

@@ -55,5 +55,6 @@
 
 #include "tutti/fusion/concepts.hpp"
 #include "tutti/fusion/none.hpp"
+#include "tutti/fusion/threshold.hpp"
 
 #include "tutti/communicator.hpp"

@@ -70,6 +70,20 @@ namespace tutti::config {
   return std::chrono::nanoseconds(static_cast<long long>(std::ceil(s * 1e9)));
 }
 
+//! A duration in milliseconds, zero allowed (fractions too), e.g. TUTTI_CYCLE_TIME=2.5.
+[[nodiscard]] inline std::chrono::microseconds milliseconds(const char* name, std::chrono::microseconds fallback,
+                                                            std::chrono::microseconds most) {
+  auto v = raw(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  const double ms = std::strtod(v->c_str(), &end);
+  const double limit = std::chrono::duration<double, std::milli>(most).count();
+  if (end != v->c_str() + v->size() || !(ms >= 0) || ms > limit)
+    throw invalid_argument(std::string(name) + "='" + *v + "' is not a number of milliseconds in [0, " +
+                           std::to_string(static_cast<long long>(limit)) + "]");
+  return std::chrono::microseconds(static_cast<long long>(std::llround(ms * 1000)));
+}
+
 //! A boolean: 1/0, true/false, on/off, yes/no.
 [[nodiscard]] inline bool flag(const char* name, bool fallback) {
   auto v = raw(name);
