@@ -4,6 +4,7 @@
 #   tutti::nccl  nccl.h + libnccl (looked for under NCCL_HOME, NCCL_ROOT, the CUDA toolkit and
 #                /usr/local/cuda); links tutti::cuda too, since nccl.h includes cuda_runtime.h
 #   tutti::ucx   pkg-config `ucx`, else ucp/api/ucp.h + libucp, libuct, libucs (UCX_HOME, UCX_DIR)
+#   tutti::eigen Eigen 3.3+ (find_package(Eigen3 NO_MODULE): Eigen3::Eigen, headers only)
 #
 # Written once, used twice: cmake/tuttiTargets.cmake includes it in the build tree and the
 # installed tuttiConfig.cmake includes it in a consumer, so both see the same targets.
@@ -190,5 +191,27 @@ if(tutti_pmix_FOUND)
   list(APPEND TUTTI_OPTIONAL_BACKENDS_FOUND pmix)
 else()
   list(APPEND TUTTI_OPTIONAL_BACKENDS_NOT_FOUND pmix)
+endif()
+
+# --- eigen: tutti::eigen = tutti::tutti + Eigen3::Eigen ------------------------------------------
+# Headers only: the Gaussian process of fusion/bayesian_optimizer.hpp (Cholesky, triangular
+# solves). Defines TUTTI_HAVE_EIGEN=1. Self-contained like net above.
+set(tutti_eigen_FOUND FALSE)
+if(NOT TARGET Eigen3::Eigen)
+  if(TUTTI_OPTIONAL_TARGETS_GLOBAL AND NOT CMAKE_VERSION VERSION_LESS 3.24)
+    find_package(Eigen3 3.3 QUIET NO_MODULE GLOBAL)
+  else()
+    find_package(Eigen3 3.3 QUIET NO_MODULE)
+  endif()
+endif()
+if(TARGET Eigen3::Eigen)
+  if(TUTTI_OPTIONAL_TARGETS_GLOBAL)
+    _tutti_promote_global(Eigen3::Eigen)
+  endif()
+  _tutti_define_backend(eigen Eigen3::Eigen)
+  set(tutti_eigen_FOUND TRUE)
+  list(APPEND TUTTI_OPTIONAL_BACKENDS_FOUND eigen)
+else()
+  list(APPEND TUTTI_OPTIONAL_BACKENDS_NOT_FOUND eigen)
 endif()
 unset(_tutti_global)

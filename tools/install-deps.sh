@@ -10,9 +10,10 @@ set -euo pipefail
 # iproute2: the network-namespace tests (two "hosts" joined by veth pairs); util-linux: unshare.
 # clang-14 + libclang-rt-14-dev: the libFuzzer target for the store's frame parser.
 # slurmd slurmctld slurm-client munge: a throwaway one-node Slurm cluster proves srun --mpi=pmix.
+# libeigen3-dev: the Gaussian process of fusion::autotuned's Bayesian optimiser (tutti::eigen).
 apt_packages=(g++ cmake make pkg-config libboost-dev doctest-dev openmpi-bin libopenmpi-dev
               libucx-dev ucx-utils libssl-dev libpmix-dev iproute2 util-linux clang-14 libclang-rt-14-dev
-              slurmd slurmctld slurm-client munge)
+              slurmd slurmctld slurm-client munge libeigen3-dev)
 pip_packages=(conan)
 
 missing=()
