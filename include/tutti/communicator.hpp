@@ -350,8 +350,8 @@ class communicator {
                          std::to_string(r) + " has " + std::to_string(all[static_cast<std::size_t>(r) * mine.size() + v]));
     std::unique_ptr<fusion::tuner> tuner;
     if (settings.autotune) {
-      if constexpr (requires { fusion_type::make_tuner(settings.initial, std::string()); }) {
-        if (rank() == 0) tuner = fusion_type::make_tuner(settings.initial, std::string(fusion_type::name));
+      if constexpr (requires { fusion_type::make_tuner(settings.initial, codec_type::name, algorithm_type::name); }) {
+        if (rank() == 0) tuner = fusion_type::make_tuner(settings.initial, codec_type::name, algorithm_type::name);
       } else {
         throw invalid_argument("rank " + std::to_string(rank()) + ": TUTTI_AUTOTUNE=1 needs the fusion::autotuned "
                                "strategy (tutti/fusion/autotuned.hpp, with Eigen); this communicator's is fusion::" +

@@ -255,7 +255,7 @@ struct churning {
   static constexpr std::size_t threshold_bytes = 4096;
   static constexpr std::chrono::microseconds cycle_time{100};
   static constexpr bool autotune = true;
-  static std::unique_ptr<fusion::tuner> make_tuner(const fusion::parameters&, const std::string&) {
+  static std::unique_ptr<fusion::tuner> make_tuner(const fusion::parameters&, std::string_view, std::string_view) {
     return std::make_unique<churning_tuner>();
   }
 };

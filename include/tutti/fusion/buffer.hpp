@@ -113,10 +113,10 @@ class fusion_buffer {
       counts_.clear();
       return;
     }
-    counts_scratch_.resize(tensors.size());
+    counts_scratch_.clear();  // (clear + push_back: GCC 12 warns, falsely, on resize here)
     for (std::size_t i = 0; i < tensors.size(); ++i) {
       check_type(tensors[i].type, tensors.front().type, i, "pack");
-      counts_scratch_[i] = tensors[i].count;
+      counts_scratch_.push_back(tensors[i].count);
     }
     layout(tensors.front().type, counts_scratch_);
     const std::size_t element = size_of(type_);
