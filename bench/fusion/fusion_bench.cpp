@@ -3,10 +3,11 @@
 //! Reads a shape list (bench/fusion/MODEL.tsv: `name<TAB>shape<TAB>elements`, `#` lines are
 //! comments), gives every tensor a float32 gradient, and per step enqueues them all, last layer
 //! first (reverse file order, as a backward pass produces them), with allreduce_async(sum), then
-//! waits for every handle. A step's time runs from the first enqueue to the last wait's return on
-//! each rank; a step's number is the slowest rank's. Warm-up steps are not timed. Before each step
-//! every gradient is written again (what the backward pass would do; untimed) with small integers
-//! whose sum over ranks is exact in float, and after the timed steps every tensor is checked.
+//! waits for every handle. Each gradient is written just before it is enqueued (what the backward
+//! pass does: one pass over its memory, timed) with small integers whose sum over ranks is exact in
+//! float; after the timed steps every tensor is checked. A step's time runs from the first write to
+//! the last wait's return on each rank; a step's number is the slowest rank's. Warm-up steps are not
+//! timed. The autotuner's score (bytes per second of wall time) sees the same steps.
 //!
 //! The strategy is fusion::autotuned<> (fusion::threshold<> in a build without it); its parameters
 //! come from TUTTI_FUSION_THRESHOLD, TUTTI_CYCLE_TIME, TUTTI_AUTOTUNE and TUTTI_AUTOTUNE_LOG, read
@@ -87,7 +88,7 @@ void print_usage(std::FILE* f) {
       "  fusion,label,model,ranks,threshold_bytes,cycle_us,autotune,steps,median_step_ms,p10_step_ms,\n"
       "  p90_step_ms,bytes_per_step,tensors\n"
       "with the strategy as configured at the start and a step's time as the slowest rank's, first\n"
-      "enqueue to last wait; everything else goes to stderr.\n"
+      "gradient written to last wait; everything else goes to stderr.\n"
       "Exit status: 0 ok, 1 wrong results or a failed rank, 2 bad usage or a malformed shape list.\n");
 }
 
@@ -306,11 +307,13 @@ int run(const options& o, const model& m) {
     comm.start_fusion_engine();  // collective; its start is no step's time
 
     for (int s = 0; s < o.warmup + o.steps; ++s) {
-      for (std::size_t i = 0; i < n; ++i) fill(grads[i], i, rank);
       if (o.compute_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.compute_ms));
       const auto t0 = clock_type::now();
       for (std::size_t k = 0; k < n; ++k) {
-        const std::size_t i = n - 1 - k;  // last layer first, as backward produces them
+        // Last layer first, each gradient written just before it is handed over, as a backward pass
+        // produces them: the engine reduces earlier ones while later ones are being written.
+        const std::size_t i = n - 1 - k;
+        fill(grads[i], i, rank);
         handles[k] = comm.allreduce_async(m.tensors[i].name, grads[i], tutti::op::sum);
       }
       for (auto& h : handles) h.wait();

@@ -36,7 +36,7 @@ bench=${FUSION_BENCH:-$repo/build/bench/fusion/tutti-fusion-bench}
 run_timeout=${RUN_TIMEOUT:-300}
 read -r -a netns_args <<<"${FUSION_NETNS_ARGS:---transport multi_node}"
 
-ranks_list="2 4" models="" repeats=3 steps=20 warmup=5 autotune_warmup=50 autotune_steps=100
+ranks_list="2 4" models="" repeats=3 steps=20 warmup=5 autotune_warmup=45 autotune_steps=100
 label="" out="" seed=1 grid=0 netns=0 rate=none
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while (($#)); do
@@ -131,9 +131,13 @@ run_one() {
   local model=$1 ranks=$2 tag=$4 name thr cyc auto rc=0 t0=$SECONDS load0 r q
   local nsteps=${5:-$steps} nwarm=${6:-$warmup} alog=${7:-}
   IFS='|' read -r name thr cyc auto <<<"$3"
-  local envs=(-u TUTTI_FUSION_THRESHOLD -u TUTTI_CYCLE_TIME -u TUTTI_AUTOTUNE -u TUTTI_AUTOTUNE_LOG)
+  local envs=(-u TUTTI_FUSION_THRESHOLD -u TUTTI_CYCLE_TIME -u TUTTI_AUTOTUNE -u TUTTI_AUTOTUNE_LOG
+              -u TUTTI_AUTOTUNE_STEPS_PER_SAMPLE -u TUTTI_AUTOTUNE_WARMUP_SAMPLES -u TUTTI_AUTOTUNE_MAX_SAMPLES)
   if ((auto)); then
-    envs+=(TUTTI_AUTOTUNE=1)
+    # Samples of 2 steps, 2 discarded, 16 scored: the tuner settles within 36 steps, inside the
+    # default --autotune-warmup; AUTOTUNE_* override.
+    envs+=(TUTTI_AUTOTUNE=1 TUTTI_AUTOTUNE_STEPS_PER_SAMPLE="${AUTOTUNE_STEPS_PER_SAMPLE:-2}"
+           TUTTI_AUTOTUNE_WARMUP_SAMPLES="${AUTOTUNE_WARMUP_SAMPLES:-2}" TUTTI_AUTOTUNE_MAX_SAMPLES="${AUTOTUNE_MAX_SAMPLES:-16}")
     if [[ -n $alog ]]; then rm -f "$alog"; envs+=(TUTTI_AUTOTUNE_LOG="$alog"); fi
   else
     envs+=(TUTTI_AUTOTUNE=0 TUTTI_FUSION_THRESHOLD="$thr" TUTTI_CYCLE_TIME="$cyc")
