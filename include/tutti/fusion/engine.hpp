@@ -194,6 +194,9 @@ class engine {
       next_round = start;
       report mine = take_report();
       response answer = negotiate(mine);
+      if (answer.lost >= 0)
+        throw peer_lost(answer.lost, "rank " + std::to_string(rank_) + ": fusion engine: rank " +
+                                         std::to_string(answer.lost) + " was lost (rank 0, the coordinator, saw it go)");
       const auto negotiated = clock::now();
       rounds_.fetch_add(1);
       std::size_t bytes = 0, tensors = 0;
@@ -247,28 +250,55 @@ class engine {
     std::vector<report> all(static_cast<std::size_t>(world_));
     all[0] = mine;
     std::vector<std::uint64_t> lengths(static_cast<std::size_t>(world_));
-    std::vector<request> reqs;
-    for (int r = 1; r < world_; ++r) reqs.push_back(t.recv(r, negotiation_tag, &lengths[static_cast<std::size_t>(r)], 8));
-    for (auto& q : reqs) t.wait(q, until);
     std::vector<std::vector<std::byte>> bodies(static_cast<std::size_t>(world_));
-    reqs.clear();
-    for (int r = 1; r < world_; ++r) {
-      auto& b = bodies[static_cast<std::size_t>(r)];
-      b.resize(lengths[static_cast<std::size_t>(r)]);
-      reqs.push_back(t.recv(r, negotiation_tag, b.data(), b.size()));
+    try {
+      std::vector<request> reqs;
+      for (int r = 1; r < world_; ++r) reqs.push_back(t.recv(r, negotiation_tag, &lengths[static_cast<std::size_t>(r)], 8));
+      for (auto& q : reqs) t.wait(q, until);
+      reqs.clear();
+      for (int r = 1; r < world_; ++r) {
+        auto& b = bodies[static_cast<std::size_t>(r)];
+        b.resize(lengths[static_cast<std::size_t>(r)]);
+        reqs.push_back(t.recv(r, negotiation_tag, b.data(), b.size()));
+      }
+      for (auto& q : reqs) t.wait(q, until);
+    } catch (const peer_lost& e) {
+      tell_lost(e.peer());  // so the others blame the rank that died, not this one when it aborts
+      throw;
     }
-    for (auto& q : reqs) t.wait(q, until);
+    std::vector<request> reqs;
     for (int r = 1; r < world_; ++r) all[static_cast<std::size_t>(r)] = decode_report(bodies[static_cast<std::size_t>(r)]);
     response answer = decide(all);
     const auto bytes = encode(answer);
     const std::uint64_t length = bytes.size();
-    reqs.clear();
     for (int r = 1; r < world_; ++r) {
       reqs.push_back(t.send(r, negotiation_tag + 1, &length, 8));
       reqs.push_back(t.send(r, negotiation_tag + 1, bytes.data(), bytes.size()));
     }
     for (auto& q : reqs) t.wait(q, until);
     return answer;
+  }
+
+  //! Rank 0 lost `peer` while gathering reports: the others are waiting for its response, so it
+  //! tells them who was lost (best effort, briefly) before it aborts.
+  void tell_lost(int peer) noexcept {
+    try {
+      response last;
+      last.stop = true;
+      last.lost = peer;
+      const auto bytes = encode(last);
+      const std::uint64_t length = bytes.size();
+      const auto until = deadline::after(std::chrono::seconds(2));
+      auto& t = comm_.transport();
+      std::vector<request> reqs;
+      for (int r = 1; r < world_; ++r) {
+        if (r == peer) continue;
+        reqs.push_back(t.send(r, negotiation_tag + 1, &length, 8));
+        reqs.push_back(t.send(r, negotiation_tag + 1, bytes.data(), bytes.size()));
+      }
+      for (auto& q : reqs) t.wait(q, until);
+    } catch (...) {
+    }
   }
 
   response decide(const std::vector<report>& all) {

@@ -79,6 +79,7 @@ struct response {
   std::uint64_t grant_to = 0;  //!< blocking collectives every rank may now run (all have entered them)
   parameters params;
   bool stop = false;           //!< the engines stop after this round
+  std::int32_t lost = -1;      //!< >= 0: the coordinator lost this rank; every engine stops with peer_lost
   [[nodiscard]] bool carries_work() const noexcept { return !batches.empty() || !failures.empty() || !assignments.empty(); }
 };
 
@@ -173,6 +174,7 @@ inline std::vector<std::byte> encode(const response& r) {
   writer w;
   w.put(r.grant_to);
   w.put(static_cast<std::uint8_t>(r.stop));
+  w.put(r.lost);
   w.put(static_cast<std::uint64_t>(r.params.threshold_bytes));
   w.put(static_cast<std::int64_t>(r.params.cycle_time.count()));
   w.put(static_cast<std::uint32_t>(r.assignments.size()));
@@ -200,6 +202,7 @@ inline response decode_response(const std::vector<std::byte>& b) {
   response r;
   r.grant_to = in.get<std::uint64_t>();
   r.stop = in.get<std::uint8_t>() != 0;
+  r.lost = in.get<std::int32_t>();
   r.params.threshold_bytes = static_cast<std::size_t>(in.get<std::uint64_t>());
   r.params.cycle_time = std::chrono::microseconds(in.get<std::int64_t>());
   r.assignments.resize(in.get<std::uint32_t>());

@@ -478,7 +478,9 @@ class shm {
   [[noreturn]] void lost(request& r) {
     const int peer = r.op->peer;
     const std::string what = describe(*r.op) + ": rank " + std::to_string(peer) + " is gone (peer lost)";
-    broken_ = what;
+    // Only the streams with `peer` are lost (every later operation with it fails the same way); the
+    // others still work, so a survivor can tell the rest who was lost (the fusion engine's
+    // coordinator does) before it aborts.
     throw peer_lost(peer, what);
   }
 

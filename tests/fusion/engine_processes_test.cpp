@@ -1,0 +1,94 @@
+// The fusion engine over processes (transport::shm, forked ranks): exact sums with shuffled orders,
+// settings that differ across ranks refused by name, and a rank that dies named by the survivors.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <tutti/testing/fork_world.hpp>
+#include <tutti/tutti.hpp>
+
+using namespace tutti;
+
+namespace {
+
+using shm_comm = communicator<transport::shm, algorithm::automatic, fusion::threshold<(1 << 20), 500>>;
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error(what);
+}
+
+}  // namespace
+
+TEST_CASE("engine over processes: shuffled enqueues, several steps, exact sums") {
+  for (int world : {2, 4}) {
+    CAPTURE(world);
+    auto results = testing::fork_ranks(world, [](const rank_info& info) {
+      shm_comm comm(std::make_unique<transport::shm>(info));
+      std::mt19937 rng(static_cast<unsigned>(info.rank + 3));
+      for (int step = 0; step < 3; ++step) {
+        std::vector<std::vector<float>> t;
+        for (std::size_t k = 0; k < 50; ++k) t.emplace_back(1 + (k * 7919) % 70000, static_cast<float>(comm.rank() + 1));
+        std::vector<std::size_t> order(t.size());
+        for (std::size_t k = 0; k < t.size(); ++k) order[k] = k;
+        std::shuffle(order.begin(), order.end(), rng);
+        std::vector<fusion::handle> hs(t.size());
+        for (auto k : order) {
+          std::string name = "t";  // (appended: GCC 12 warns, falsely, on "t" + to_string)
+          name += std::to_string(k);
+          hs[k] = comm.allreduce_async(name, t[k], op::avg);
+        }
+        for (auto& h : hs) h.wait();
+        const float want = static_cast<float>(comm.size() * (comm.size() + 1) / 2) / static_cast<float>(comm.size());
+        for (auto& v : t)
+          for (float x : v) require(x == want, "got " + std::to_string(x) + ", want " + std::to_string(want));
+      }
+    });
+    testing::throw_if_any_failed(results, "engine over processes");
+  }
+}
+
+TEST_CASE("engine over processes: TUTTI_FUSION_THRESHOLD differing across ranks is a mismatch naming it") {
+  auto results = testing::fork_ranks(3, [](const rank_info& info) {
+    if (info.rank == 1) ::setenv("TUTTI_FUSION_THRESHOLD", "4M", 1);
+    shm_comm comm(std::make_unique<transport::shm>(info));
+    std::vector<float> v(10, 1.f);
+    try {
+      comm.allreduce_async("v", v, op::sum).wait();
+    } catch (const mismatch& e) {
+      const std::string what = e.what();
+      require(what.find("TUTTI_FUSION_THRESHOLD (bytes) differs across ranks: rank 0 has 1048576, rank 1 has 4194304") !=
+                  std::string::npos,
+              what);
+      return;
+    }
+    throw std::runtime_error("no mismatch");
+  });
+  testing::throw_if_any_failed(results, "threshold mismatch");
+}
+
+TEST_CASE("engine over processes: a rank that dies is named by every survivor's pending handles") {
+  auto results = testing::fork_ranks(3, [](const rank_info& info) {
+    shm_comm comm(std::make_unique<transport::shm>(info));
+    std::vector<float> warm(1000, 1.f), b(1000, 1.f);
+    comm.allreduce_async("warm", warm, op::sum).wait();
+    if (comm.rank() == 2) std::_Exit(0);  // gone without a word, with nothing enqueued
+    auto h = comm.allreduce_async("b", b, op::sum);
+    try {
+      h.wait();
+    } catch (const peer_lost& e) {
+      require(e.peer() == 2, std::string("blamed rank ") + std::to_string(e.peer()) + ": " + e.what());
+      require(std::string(e.what()).find("rank 2") != std::string::npos, e.what());
+      return;
+    }
+    throw std::runtime_error("no peer_lost");
+  });
+  CHECK(results[0].exit_code == 0);
+  CHECK(results[1].exit_code == 0);
+  CHECK_MESSAGE(results[0].error.empty(), results[0].error);
+  CHECK_MESSAGE(results[1].error.empty(), results[1].error);
+}
