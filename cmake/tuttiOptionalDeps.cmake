@@ -5,6 +5,7 @@
 #                /usr/local/cuda); links tutti::cuda too, since nccl.h includes cuda_runtime.h
 #   tutti::ucx   pkg-config `ucx`, else ucp/api/ucp.h + libucp, libuct, libucs (UCX_HOME, UCX_DIR)
 #   tutti::eigen Eigen 3.3+ (find_package(Eigen3 NO_MODULE): Eigen3::Eigen, headers only)
+#   tutti::yaml  yaml-cpp (find_package(yaml-cpp): yaml-cpp::yaml-cpp from 0.8, plain yaml-cpp before)
 #
 # Written once, used twice: cmake/tuttiTargets.cmake includes it in the build tree and the
 # installed tuttiConfig.cmake includes it in a consumer, so both see the same targets.
@@ -214,4 +215,34 @@ if(TARGET Eigen3::Eigen)
 else()
   list(APPEND TUTTI_OPTIONAL_BACKENDS_NOT_FOUND eigen)
 endif()
+
+# --- yaml: tutti::yaml = tutti::tutti + yaml-cpp ---------------------------------------------------
+# Reads Determined-style experiment files (trainer/config.hpp). yaml-cpp 0.8 names its target
+# yaml-cpp::yaml-cpp and keeps yaml-cpp as a deprecated alias; 0.7 (Debian 12) has only yaml-cpp.
+# Defines TUTTI_HAVE_YAML=1. Self-contained like net above.
+set(tutti_yaml_FOUND FALSE)
+if(NOT TARGET yaml-cpp::yaml-cpp AND NOT TARGET yaml-cpp)
+  if(TUTTI_OPTIONAL_TARGETS_GLOBAL AND NOT CMAKE_VERSION VERSION_LESS 3.24)
+    find_package(yaml-cpp QUIET GLOBAL)
+  else()
+    find_package(yaml-cpp QUIET)
+  endif()
+endif()
+set(_tutti_yaml_target "")
+if(TARGET yaml-cpp::yaml-cpp)
+  set(_tutti_yaml_target yaml-cpp::yaml-cpp)
+elseif(TARGET yaml-cpp)
+  set(_tutti_yaml_target yaml-cpp)
+endif()
+if(_tutti_yaml_target)
+  if(TUTTI_OPTIONAL_TARGETS_GLOBAL)
+    _tutti_promote_global(${_tutti_yaml_target})
+  endif()
+  _tutti_define_backend(yaml ${_tutti_yaml_target})
+  set(tutti_yaml_FOUND TRUE)
+  list(APPEND TUTTI_OPTIONAL_BACKENDS_FOUND yaml)
+else()
+  list(APPEND TUTTI_OPTIONAL_BACKENDS_NOT_FOUND yaml)
+endif()
+unset(_tutti_yaml_target)
 unset(_tutti_global)

@@ -26,6 +26,9 @@ int main() {
 #ifdef TUTTI_HAVE_EIGEN
   backends += " eigen";
 #endif
+#ifdef TUTTI_HAVE_YAML
+  backends += " yaml";
+#endif
   std::printf("tutti %s; backends:%s\n", tutti::version, backends.empty() ? " none" : backends.c_str());
 #ifdef EXPECTED_BACKENDS
   const std::string expected = EXPECTED_BACKENDS;

@@ -1,0 +1,440 @@
+//! @file checkpoint.hpp  Checkpoints that lose nothing: named binary sections, written atomically, SHA-256 checked.
+//!
+//! A checkpoint file is, integers little-endian:
+//!
+//!     "TUTTICKP"  u32 format version (1)  u32 section count
+//!     per section: u32 name length, name, u64 byte length, bytes
+//!     the 32-byte SHA-256 of everything before it
+//!
+//! `checkpoint_writer::commit` writes `<path>.tmp.<pid>`, fsyncs it, renames it over `<path>` and
+//! fsyncs the directory, so a crash at any moment leaves the previous file or the new one, never a
+//! mix. `checkpoint_reader::open` refuses a truncated, corrupt, foreign or future file with one
+//! sentence saying which, so a run resumes from the newest checkpoint that is whole
+//! (`latest_checkpoint`) rather than from garbage.
+//!
+//! Needs libcrypto (OpenSSL's EVP API): link tutti::net or OpenSSL::Crypto.
+#pragma once
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "tutti/core/error.hpp"
+
+namespace tutti::trainer {
+
+namespace detail {
+
+inline constexpr std::string_view checkpoint_magic = "TUTTICKP";
+inline constexpr std::uint32_t checkpoint_format_version = 1;
+inline constexpr std::size_t checkpoint_digest_bytes = 32;
+inline constexpr std::string_view checkpoint_prefix = "ckpt-";
+inline constexpr std::size_t checkpoint_digits = 12;
+
+inline std::string errno_text(int e) { return std::generic_category().message(e); }
+
+//! SHA-256 through OpenSSL's EVP interface (the low-level SHA256_* calls are deprecated in 3.0).
+class sha256 {
+ public:
+  sha256() : ctx_(EVP_MD_CTX_new()) {
+    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1)
+      throw error("checkpoint: OpenSSL could not start a SHA-256 digest");
+  }
+  void update(std::span<const std::byte> bytes) {
+    if (!bytes.empty() && EVP_DigestUpdate(ctx_.get(), bytes.data(), bytes.size()) != 1)
+      throw error("checkpoint: OpenSSL's SHA-256 update failed");
+  }
+  [[nodiscard]] std::array<std::byte, checkpoint_digest_bytes> finish() {
+    std::array<std::byte, checkpoint_digest_bytes> out{};
+    unsigned int length = 0;
+    if (EVP_DigestFinal_ex(ctx_.get(), reinterpret_cast<unsigned char*>(out.data()), &length) != 1 ||
+        length != out.size())
+      throw error("checkpoint: OpenSSL's SHA-256 finish failed");
+    return out;
+  }
+
+ private:
+  struct free_ctx {
+    void operator()(EVP_MD_CTX* c) const noexcept { EVP_MD_CTX_free(c); }
+  };
+  std::unique_ptr<EVP_MD_CTX, free_ctx> ctx_;
+};
+
+template <class UInt>
+void put_le(std::vector<std::byte>& out, UInt v) {
+  for (std::size_t i = 0; i < sizeof(UInt); ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
+}
+
+template <class UInt>
+[[nodiscard]] UInt get_le(const std::byte* p) {
+  UInt v = 0;
+  for (std::size_t i = 0; i < sizeof(UInt); ++i) v |= static_cast<UInt>(std::to_integer<unsigned>(p[i])) << (8 * i);
+  return v;
+}
+
+//! Writes everything it is given to a file descriptor and into the digest; a few large writes
+//! rather than one per field, and no copy of a large section.
+class checkpoint_sink {
+ public:
+  checkpoint_sink(int fd, std::string what) : fd_(fd), what_(std::move(what)) {}
+
+  void put(std::span<const std::byte> bytes) {
+    digest_.update(bytes);
+    if (pending_.size() + bytes.size() <= buffer_bytes) {
+      pending_.insert(pending_.end(), bytes.begin(), bytes.end());
+      return;
+    }
+    flush();
+    if (bytes.size() <= buffer_bytes)
+      pending_.insert(pending_.end(), bytes.begin(), bytes.end());
+    else
+      write_all(bytes);
+  }
+  void put(const std::vector<std::byte>& bytes) { put(std::span<const std::byte>(bytes)); }
+
+  //! Writes the digest of everything put so far, then flushes.
+  void finish() {
+    const auto d = digest_.finish();
+    pending_.insert(pending_.end(), d.begin(), d.end());
+    flush();
+  }
+
+ private:
+  static constexpr std::size_t buffer_bytes = std::size_t{1} << 20;
+
+  void flush() {
+    write_all(pending_);
+    pending_.clear();
+  }
+  void write_all(std::span<const std::byte> bytes) {
+    while (!bytes.empty()) {
+      const ::ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw error(what_ + ": write failed: " + errno_text(errno));
+      }
+      bytes = bytes.subspan(static_cast<std::size_t>(n));
+    }
+  }
+
+  int fd_;
+  std::string what_;
+  sha256 digest_;
+  std::vector<std::byte> pending_;
+};
+
+//! The temporary file of one commit: closed, and removed unless it was renamed into place.
+class temporary_file {
+ public:
+  explicit temporary_file(std::string path) : path_(std::move(path)) {}
+  temporary_file(const temporary_file&) = delete;
+  temporary_file& operator=(const temporary_file&) = delete;
+  ~temporary_file() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!renamed_) ::unlink(path_.c_str());
+  }
+  int fd_ = -1;
+  bool renamed_ = false;
+  std::string path_;
+};
+
+//! `ckpt-<12 digits>` -> the digits' value; anything else (a `.tmp.<pid>`, a stranger) -> nullopt.
+[[nodiscard]] inline std::optional<std::size_t> checkpoint_batches(const std::string& filename) {
+  if (filename.size() != checkpoint_prefix.size() + checkpoint_digits || !filename.starts_with(checkpoint_prefix))
+    return std::nullopt;
+  std::size_t n = 0;
+  for (std::size_t i = checkpoint_prefix.size(); i < filename.size(); ++i) {
+    const char c = filename[i];
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<std::size_t>(c - '0');
+  }
+  return n;
+}
+
+//! The checkpoint files of `dir`, newest (most batches) first.
+[[nodiscard]] inline std::vector<std::pair<std::size_t, std::filesystem::path>> list_checkpoints(
+    const std::filesystem::path& dir) {
+  std::vector<std::pair<std::size_t, std::filesystem::path>> found;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec), end;
+  if (ec) throw error("checkpoint directory " + dir.string() + ": cannot list it: " + ec.message());
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw error("checkpoint directory " + dir.string() + ": cannot list it: " + ec.message());
+    if (auto n = checkpoint_batches(it->path().filename().string()); n && it->is_regular_file(ec))
+      found.emplace_back(*n, it->path());
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return found;
+}
+
+}  // namespace detail
+
+//! Collects named sections, then writes them in one atomic commit.
+class checkpoint_writer {
+ public:
+  //! Copies `bytes`; names are unique and non-empty.
+  void add(std::string name, std::span<const std::byte> bytes) {
+    if (name.empty()) throw invalid_argument("checkpoint_writer::add(name, bytes) requires a non-empty name");
+    if (!names_.insert(name).second)
+      throw invalid_argument("checkpoint_writer::add(\"" + name + "\", bytes): a section of that name was already added");
+    sections_.emplace_back(std::move(name), std::vector<std::byte>(bytes.begin(), bytes.end()));
+  }
+  void add(std::string name, const std::string& bytes) {
+    add(std::move(name), std::as_bytes(std::span<const char>(bytes.data(), bytes.size())));
+  }
+
+  //! Writes the sections to `path` atomically: the file at `path` is the previous one until the
+  //! rename, the new one, whole and on disk, after it. Throws tutti::error naming the path and the
+  //! system's reason (a missing directory, a full disk), leaving any previous file as it was.
+  void commit(const std::filesystem::path& path) const {
+    const std::string target = path.string();
+    const std::string what = "checkpoint " + target;
+    detail::temporary_file tmp(target + ".tmp." + std::to_string(::getpid()));
+    tmp.fd_ = ::open(tmp.path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (tmp.fd_ < 0) throw error(what + ": cannot create " + tmp.path_ + ": " + detail::errno_text(errno));
+
+    detail::checkpoint_sink sink(tmp.fd_, what + ": " + tmp.path_);
+    std::vector<std::byte> header;
+    header.insert(header.end(), reinterpret_cast<const std::byte*>(detail::checkpoint_magic.data()),
+                  reinterpret_cast<const std::byte*>(detail::checkpoint_magic.data() + detail::checkpoint_magic.size()));
+    detail::put_le<std::uint32_t>(header, detail::checkpoint_format_version);
+    detail::put_le<std::uint32_t>(header, static_cast<std::uint32_t>(sections_.size()));
+    sink.put(header);
+    for (const auto& [name, bytes] : sections_) {
+      header.clear();
+      detail::put_le<std::uint32_t>(header, static_cast<std::uint32_t>(name.size()));
+      header.insert(header.end(), reinterpret_cast<const std::byte*>(name.data()),
+                    reinterpret_cast<const std::byte*>(name.data() + name.size()));
+      detail::put_le<std::uint64_t>(header, bytes.size());
+      sink.put(header);
+      sink.put(bytes);
+    }
+    sink.finish();
+
+    if (::fsync(tmp.fd_) != 0) throw error(what + ": fsync of " + tmp.path_ + " failed: " + detail::errno_text(errno));
+    const int fd = std::exchange(tmp.fd_, -1);
+    if (::close(fd) != 0) throw error(what + ": close of " + tmp.path_ + " failed: " + detail::errno_text(errno));
+    if (::rename(tmp.path_.c_str(), target.c_str()) != 0)
+      throw error(what + ": cannot rename " + tmp.path_ + " over it: " + detail::errno_text(errno));
+    tmp.renamed_ = true;
+
+    // The rename is durable only once the directory entry is: without this a power cut could
+    // bring back the old file (or none) after commit returned.
+    const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    const int dir = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) throw error(what + ": written, but cannot open its directory to fsync it: " + detail::errno_text(errno));
+    const int rc = ::fsync(dir);
+    const int e = errno;
+    ::close(dir);
+    if (rc != 0) throw error(what + ": written, but fsync of its directory failed: " + detail::errno_text(e));
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::vector<std::byte>>> sections_;
+  std::set<std::string> names_;
+};
+
+//! A checkpoint read whole and verified: every section's bytes, by name.
+class checkpoint_reader {
+ public:
+  //! Reads and checks `path`. Throws tutti::invalid_argument with one sentence when the file is not
+  //! a whole checkpoint of this format: "checkpoint <path>: truncated (ends at byte 812 of a section
+  //! announcing 4096)", "...: checksum mismatch (corrupt)", "...: not a tutti checkpoint",
+  //! "...: format version 7, this build reads 1"; tutti::error when it cannot be read at all.
+  [[nodiscard]] static checkpoint_reader open(const std::filesystem::path& path) {
+    checkpoint_reader r;
+    r.path_ = path;
+    r.bytes_ = read_file(path);
+    r.parse();
+    return r;
+  }
+
+  [[nodiscard]] bool has(std::string_view name) const { return sections_.find(name) != sections_.end(); }
+
+  //! The bytes of section `name`, valid while this reader lives; a missing name is refused naming it.
+  [[nodiscard]] std::span<const std::byte> section(std::string_view name) const {
+    const auto it = sections_.find(name);
+    if (it == sections_.end()) {
+      std::string have;
+      for (const auto& n : order_) have += (have.empty() ? "" : ", ") + n;
+      throw invalid_argument("checkpoint " + path_.string() + " has no section '" + std::string(name) +
+                             "' (it has: " + (have.empty() ? "none" : have) + ")");
+    }
+    return it->second;
+  }
+
+  //! Section names in the order they were written.
+  [[nodiscard]] std::vector<std::string> names() const { return order_; }
+
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  checkpoint_reader() = default;
+
+  static std::vector<std::byte> read_file(const std::filesystem::path& path) {
+    const std::string what = "checkpoint " + path.string();
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw error(what + ": cannot open: " + detail::errno_text(errno));
+    std::vector<std::byte> bytes;
+    struct ::stat st {};
+    if (::fstat(fd, &st) == 0 && st.st_size > 0) bytes.reserve(static_cast<std::size_t>(st.st_size));
+    std::byte chunk[1 << 16];
+    for (;;) {
+      const ::ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n == 0) break;
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        const int e = errno;
+        ::close(fd);
+        throw error(what + ": read failed: " + detail::errno_text(e));
+      }
+      bytes.insert(bytes.end(), chunk, chunk + n);
+    }
+    ::close(fd);
+    return bytes;
+  }
+
+  [[noreturn]] void refuse(const std::string& why) const {
+    throw invalid_argument("checkpoint " + path_.string() + ": " + why);
+  }
+
+  //! Structure first (so a short file says where it ends), then the digest over all of it.
+  void parse() {
+    const std::size_t size = bytes_.size();
+    std::size_t at = 0;
+    // Takes the next `n` bytes of the field `what`, or says how far into it the file ends.
+    auto take = [&](std::size_t n, const std::string& what) {
+      if (size - at < n) {
+        if (size == 0) refuse("truncated (empty file)");
+        refuse("truncated (ends at byte " + std::to_string(size - at) + " of " + what + ")");
+      }
+      const std::byte* p = bytes_.data() + at;
+      at += n;
+      return p;
+    };
+
+    const auto& magic = detail::checkpoint_magic;
+    const std::size_t magic_seen = std::min(size, magic.size());
+    if (std::memcmp(bytes_.data(), magic.data(), magic_seen) != 0) refuse("not a tutti checkpoint");
+    take(magic.size(), "the 8-byte magic");
+    const auto version = detail::get_le<std::uint32_t>(take(4, "the format version"));
+    if (version != detail::checkpoint_format_version)
+      refuse("format version " + std::to_string(version) + ", this build reads " +
+             std::to_string(detail::checkpoint_format_version));
+    const auto count = detail::get_le<std::uint32_t>(take(4, "the section count"));
+
+    std::vector<std::pair<std::string, std::span<const std::byte>>> found;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const auto name_length = detail::get_le<std::uint32_t>(take(4, "a section's name length"));
+      const auto* name = reinterpret_cast<const char*>(
+          take(name_length, "a section name announcing " + std::to_string(name_length) + " bytes"));
+      const auto length = detail::get_le<std::uint64_t>(take(8, "a section's byte length"));
+      if (length > size - at)  // before converting: a corrupt length may not fit a size_t
+        refuse("truncated (ends at byte " + std::to_string(size - at) + " of a section announcing " +
+               std::to_string(length) + ")");
+      const std::byte* data = take(static_cast<std::size_t>(length), "");
+      found.emplace_back(std::string(name, name_length), std::span<const std::byte>(data, static_cast<std::size_t>(length)));
+    }
+
+    const std::size_t body = at;
+    take(detail::checkpoint_digest_bytes, "the 32-byte checksum");
+    if (at != size)
+      refuse(std::to_string(size - at) + " byte(s) after the checksum, where the file should end (corrupt)");
+    detail::sha256 digest;
+    digest.update(std::span<const std::byte>(bytes_.data(), body));
+    const auto expected = digest.finish();
+    if (std::memcmp(expected.data(), bytes_.data() + body, expected.size()) != 0) refuse("checksum mismatch (corrupt)");
+
+    for (auto& [name, data] : found) {
+      if (!sections_.emplace(name, data).second) refuse("section '" + name + "' appears twice (corrupt)");
+      order_.push_back(std::move(name));
+    }
+  }
+
+  std::filesystem::path path_;
+  std::vector<std::byte> bytes_;  // the spans below point into it; a move keeps its buffer
+  std::map<std::string, std::span<const std::byte>, std::less<>> sections_;
+  std::vector<std::string> order_;
+};
+
+//! Checkpoints are files `ckpt-<batches, 12 digits>` in a directory; the newest that opens cleanly wins.
+struct checkpoint_choice {
+  std::filesystem::path path;
+  std::size_t batches = 0;
+  std::vector<std::string> refused;  //!< one message per newer file that failed to open
+};
+
+//! The file a checkpoint after `batches` global batches goes to: `dir/ckpt-000000000120`.
+[[nodiscard]] inline std::filesystem::path checkpoint_path(const std::filesystem::path& dir, std::size_t batches) {
+  std::string digits = std::to_string(batches);
+  if (digits.size() > detail::checkpoint_digits)
+    throw invalid_argument("checkpoint_path(dir, " + digits + "): batch counts have at most 12 digits");
+  digits.insert(0, detail::checkpoint_digits - digits.size(), '0');
+  return dir / (std::string(detail::checkpoint_prefix) + digits);
+}
+
+//! The newest checkpoint in `dir` that opens cleanly, with the reasons each newer one was refused;
+//! nullopt when `dir` is missing or holds no checkpoint file. Leftover `.tmp.<pid>` files of
+//! interrupted commits are not checkpoints and are ignored. When there are checkpoint files but
+//! none opens, it throws tutti::invalid_argument listing them rather than answer "none": training
+//! silently from scratch over a directory of damaged checkpoints would lose the run.
+[[nodiscard]] inline std::optional<checkpoint_choice> latest_checkpoint(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return std::nullopt;
+  checkpoint_choice choice;
+  for (const auto& [batches, path] : detail::list_checkpoints(dir)) {
+    try {
+      (void)checkpoint_reader::open(path);
+      choice.path = path;
+      choice.batches = batches;
+      return choice;
+    } catch (const error& e) {
+      choice.refused.emplace_back(e.what());
+    }
+  }
+  if (choice.refused.empty()) return std::nullopt;
+  std::string all;
+  for (const auto& why : choice.refused) all += "; " + why;
+  throw invalid_argument("checkpoint directory " + dir.string() + ": none of its " +
+                         std::to_string(choice.refused.size()) + " checkpoints opens cleanly" + all);
+}
+
+//! Keeps the newest `keep` valid checkpoints of `dir` and deletes every checkpoint file older than
+//! the oldest of them, valid or not. Damaged files newer than it stay, for a person to look at.
+inline void prune_checkpoints(const std::filesystem::path& dir, std::size_t keep) {
+  if (keep == 0) throw invalid_argument("prune_checkpoints(dir, 0) would delete every checkpoint; keep at least 1");
+  std::size_t valid = 0;
+  for (const auto& [batches, path] : detail::list_checkpoints(dir)) {
+    if (valid < keep) {
+      try {
+        (void)checkpoint_reader::open(path);
+        ++valid;
+      } catch (const error&) {
+      }
+      continue;
+    }
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    if (ec) throw error("prune_checkpoints: cannot delete " + path.string() + ": " + ec.message());
+  }
+}
+
+}  // namespace tutti::trainer

