@@ -11,12 +11,13 @@ set -euo pipefail
 # clang-14 + libclang-rt-14-dev: the libFuzzer target for the store's frame parser.
 # slurmd slurmctld slurm-client munge: a throwaway one-node Slurm cluster proves srun --mpi=pmix.
 # libeigen3-dev: the Gaussian process of fusion::autotuned's Bayesian optimiser (tutti::eigen).
+# matplotlib (PyPI): example 04 and bench/ draw their PNGs.
 # zlib1g-dev dataset-fashion-mnist: example 04 reads Fashion-MNIST's gzipped IDX files (zlib).
 # libyaml-cpp-dev: Determined-style experiment files, trainer::experiment_config (tutti::yaml).
 apt_packages=(g++ cmake make pkg-config libboost-dev doctest-dev openmpi-bin libopenmpi-dev
               libucx-dev ucx-utils libssl-dev libpmix-dev iproute2 util-linux clang-14 libclang-rt-14-dev
               slurmd slurmctld slurm-client munge libeigen3-dev zlib1g-dev dataset-fashion-mnist libyaml-cpp-dev)
-pip_packages=(conan)
+pip_packages=(conan matplotlib)
 
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -48,6 +48,9 @@ struct trainer_options {
   std::size_t checkpoints_kept = 2;
   std::uint64_t seed = 1;                //!< the data order's seed
   std::function<double(double epoch)> learning_rate = [](double) { return 0.1; };
+  //! Notable events in words (a resume, a checkpoint skipped as corrupt), on every slot; by default
+  //! logged at info (TUTTI_LOG=info).
+  std::function<void(const std::string&)> announce;
 };
 
 //! What a slot reports after each optimiser step.
@@ -180,7 +183,7 @@ class data_parallel_trainer {
     for (const auto& [name, value] : sums) packed.push_back(value);
     packed.push_back(static_cast<double>(end - begin));
     check_metric_names(sums, "validation");
-    comm_.allreduce(packed, op::sum);
+    packed = sum_over_slots(packed);
     metrics out;
     std::size_t i = 0;
     for (const auto& [name, value] : sums) out[name] = packed[i++] / packed.back();
@@ -223,11 +226,23 @@ class data_parallel_trainer {
     check_metric_names(mine, "training");
     std::vector<double> packed;
     for (const auto& [name, value] : mine) packed.push_back(value);
-    comm_.allreduce(packed, op::avg);
+    packed = sum_over_slots(packed);
     metrics out;
     std::size_t i = 0;
-    for (const auto& [name, value] : mine) out[name] = packed[i++];
+    for (const auto& [name, value] : mine) out[name] = packed[i++] / static_cast<double>(comm_.size());
     return out;
+  }
+
+  //! Metrics are summed through an allgather, not an allreduce: the communicator's codec (fp16,
+  //! int8, ...) compresses float allreduces only, and metrics must not be rounded by it; adding in
+  //! rank order also gives every slot the same bits.
+  std::vector<double> sum_over_slots(const std::vector<double>& mine) {
+    std::vector<double> all(mine.size() * static_cast<std::size_t>(comm_.size()));
+    comm_.allgather(mine, all);
+    std::vector<double> sum(mine.size(), 0.0);
+    for (std::size_t r = 0; r < static_cast<std::size_t>(comm_.size()); ++r)
+      for (std::size_t i = 0; i < mine.size(); ++i) sum[i] += all[r * mine.size() + i];
+    return sum;
   }
 
   //! Slots with different metric names would sum unrelated numbers: compare a hash of the names.
@@ -270,8 +285,7 @@ class data_parallel_trainer {
     if (options_.checkpoint_dir.empty() || !std::filesystem::exists(options_.checkpoint_dir)) return 0;
     auto choice = latest_checkpoint(options_.checkpoint_dir);
     if (!choice) return 0;
-    for (const auto& why : choice->refused)
-      log(log_level::warn, comm_.rank(), "data_parallel_trainer: skipping a checkpoint: " + why);
+    for (const auto& why : choice->refused) say("skipping a checkpoint: " + why);
     auto r = checkpoint_reader::open(choice->path);
     const auto meta_bytes = r.section("meta");
     std::istringstream meta(std::string(reinterpret_cast<const char*>(meta_bytes.data()), meta_bytes.size()));
@@ -293,8 +307,13 @@ class data_parallel_trainer {
     const auto opt = r.section("optimizer");
     std::istringstream in(std::string(reinterpret_cast<const char*>(opt.data()), opt.size()));
     optimizer_.load(in);
-    log(log_level::info, comm_.rank(), "data_parallel_trainer: resumed from " + choice->path.string());
+    say("resumed from " + choice->path.string() + " (" + std::to_string(batches) + " batches done)");
     return batches;
+  }
+
+  void say(const std::string& what) const {
+    if (options_.announce) options_.announce(what);
+    else log(log_level::info, comm_.rank(), "data_parallel_trainer: " + what);
   }
 
   Communicator& comm_;

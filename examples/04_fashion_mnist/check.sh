@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Example 04's tests against the real program (CTest runs them; each bounded in time):
+#   check.sh codecs EXE TUTTI_RUN  — 2 slots, 2 epochs with gradient_compression none and fp16: the fp16
+#                                    run's test accuracy is within 0.5 points of fp32's
+#   check.sh resume EXE TUTTI_RUN  — rank 1 is killed mid-run: rank 0 ends naming it (peer_lost); a
+#                                    relaunch resumes from the last checkpoint and finishes
+set -euo pipefail
+mode=$1 exe=$2 tutti_run=$3
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d /tmp/tutti-example04-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# The default config with a key changed: config KEY VALUE > file (a one-line sed on known lines).
+config() {
+  sed -e "s|host_path: .*|host_path: $work/ckpt|" -e "s|^\(  $1:\).*|\1 $2|" "$here/fashion_mnist.yaml"
+}
+accuracy() { sed -n 's/.*test accuracy \([0-9.]*\)%.*/\1/p' "$1" | tail -1; }
+
+case $mode in
+codecs)
+  config gradient_compression false >"$work/fp32.yaml"
+  config gradient_compression fp16 >"$work/fp16.yaml"
+  for c in fp32 fp16; do
+    rm -rf "$work/ckpt"
+    timeout 240 "$tutti_run" -n 2 -- "$exe" --config "$work/$c.yaml" --out "$work/$c" --max-batches 936 >"$work/$c.log" 2>&1 ||
+      { cat "$work/$c.log"; exit 1; }
+  done
+  a32=$(accuracy "$work/fp32.log") a16=$(accuracy "$work/fp16.log")
+  echo "test accuracy after 2 epochs: fp32 $a32 %, fp16 $a16 %"
+  python3 -c "import sys; d = abs($a32 - $a16); print(f'difference {d:.2f} points (limit 0.5)'); sys.exit(d > 0.5)"
+  ;;
+resume)
+  # the default file, checkpoints in $work, one every 200 batches (min_checkpoint_period)
+  config seed 1 | sed -e 's|^  epochs: 4$|  batches: 200|' >"$work/run.yaml"
+  timeout 240 "$tutti_run" -n 2 -- "$exe" --config "$work/run.yaml" --out "$work/a" --max-batches 1400 >"$work/a.log" 2>&1 &
+  launcher=$!
+  # Kill rank 1 once a checkpoint exists (or after 60 s): SIGKILL, no chance to say goodbye.
+  for _ in $(seq 600); do
+    ls "$work/ckpt"/ckpt-* >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  victim=""
+  for p in $(pgrep -f "$exe" || true); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'TUTTI_RANK=1' && victim=$p
+  done
+  [[ -n $victim ]] || { echo "rank 1 not found"; cat "$work/a.log"; exit 1; }
+  kill -9 "$victim"
+  rc=0
+  wait "$launcher" || rc=$?
+  echo "--- first run (rank 1 killed), exit $rc:"; grep -E "peer|lost|rank 1" "$work/a.log" | head -5
+  ((rc != 0)) || { echo "the job did not fail"; exit 1; }
+  grep -q "rank 1" "$work/a.log" && grep -qiE "peer_lost|is gone|was lost" "$work/a.log" || { echo "rank 1 not named"; cat "$work/a.log"; exit 1; }
+  timeout 240 "$tutti_run" -n 2 -- "$exe" --config "$work/run.yaml" --out "$work/b" --max-batches 1400 >"$work/b.log" 2>&1 ||
+    { cat "$work/b.log"; exit 1; }
+  echo "--- relaunch:"; grep -E "resumed|test accuracy" "$work/b.log"
+  grep -q "resumed from" "$work/b.log" || { echo "the relaunch did not resume"; exit 1; }
+  ;;
+*) echo "check.sh: unknown mode $mode" >&2; exit 2 ;;
+esac

@@ -1,0 +1,135 @@
+//! @file from_config.hpp  From Determined's experiment configuration to tutti's policies and options.
+//!
+//! | Determined | tutti |
+//! |---|---|
+//! | resources.slots_per_trial | the number of ranks (`tutti-run -n`), checked against the job |
+//! | hyperparameters.global_batch_size | trainer_options::global_batch_size (per slot: global // slots) |
+//! | searcher.max_length, min_validation_period, min_checkpoint_period | trainer_options in batches |
+//! | optimizations.aggregation_frequency, average_aggregated_gradients, average_training_metrics | the same trainer_options |
+//! | optimizations.gradient_compression | the communicator's Codec policy (with_codec) |
+//! | optimizations.auto_tune_tensor_fusion | TUTTI_AUTOTUNE for fusion::autotuned |
+//! | optimizations.tensor_fusion_threshold (MB), tensor_fusion_cycle_time (ms) | TUTTI_FUSION_THRESHOLD, TUTTI_CYCLE_TIME |
+//! | dtrain_network_interface | TUTTI_NET_IFACE |
+//! | checkpoint_storage.host_path | trainer_options::checkpoint_dir |
+#pragma once
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tutti/codec/float16.hpp"
+#include "tutti/codec/int8.hpp"
+#include "tutti/codec/none.hpp"
+#include "tutti/codec/onebit.hpp"
+#include "tutti/codec/topk.hpp"
+#include "tutti/core/error.hpp"
+#include "tutti/trainer/any_optimizer.hpp"
+#include "tutti/trainer/config.hpp"
+#include "tutti/trainer/data_parallel_trainer.hpp"
+#include "tutti/trainer/lr_schedule.hpp"
+#include "tutti/trainer/optimizer.hpp"
+
+namespace tutti::trainer {
+
+//! Calls `f.template operator()<Codec>()` with the codec `name` selects (gradient_compression).
+template <class F>
+decltype(auto) with_codec(std::string_view name, F&& f) {
+  if (name == "none") return f.template operator()<codec::none>();
+  if (name == "fp16") return f.template operator()<codec::fp16>();
+  if (name == "bf16") return f.template operator()<codec::bf16>();
+  if (name == "int8") return f.template operator()<codec::int8>();
+  if (name == "topk") return f.template operator()<codec::topk>();
+  if (name == "onebit") return f.template operator()<codec::onebit>();
+  throw invalid_argument("optimizations.gradient_compression: '" + std::string(name) +
+                         "' is not a codec (none, fp16, bf16, int8, topk, onebit)");
+}
+
+//! Sets the TUTTI_* variables the configuration decides, unless the environment already sets them
+//! (an explicit variable wins, as on Determined's agents); returns one line per decision.
+inline std::vector<std::string> apply_environment(const experiment_config& c) {
+  std::vector<std::string> said;
+  auto set = [&](const char* var, const std::string& value, const char* key) {
+    if (const char* have = std::getenv(var); have && *have) {
+      said.push_back(std::string(var) + "=" + have + " from the environment (" + key + " says " + value + ")");
+      return;
+    }
+    ::setenv(var, value.c_str(), 1);
+    said.push_back(std::string(var) + "=" + value + " (" + key + ")");
+  };
+  const auto& o = c.optimizations;
+  set("TUTTI_FUSION_THRESHOLD", std::to_string(o.tensor_fusion_threshold_mb) + "M", "optimizations.tensor_fusion_threshold");
+  set("TUTTI_CYCLE_TIME", std::to_string(o.tensor_fusion_cycle_time_ms), "optimizations.tensor_fusion_cycle_time");
+  set("TUTTI_AUTOTUNE", o.auto_tune_tensor_fusion ? "1" : "0", "optimizations.auto_tune_tensor_fusion");
+  if (!c.network_interface.empty()) set("TUTTI_NET_IFACE", c.network_interface, "dtrain_network_interface");
+  return said;
+}
+
+//! The learning-rate schedule from the hyperparameters learning_rate, lr_scaling (none, linear,
+//! sqrt), base_batch_size, warmup_epochs, lr_decay (none, step, exponential, cosine),
+//! lr_step_epochs, lr_gamma, min_learning_rate; the effective batch is global × aggregation.
+inline lr_schedule schedule_from(const experiment_config& c) {
+  lr_schedule_options s;
+  s.base_lr = c.number("learning_rate", s.base_lr);
+  s.scaling = parse_scaling_rule(c.text("lr_scaling", "linear"));
+  s.base_batch_size = static_cast<std::size_t>(c.number("base_batch_size", static_cast<double>(c.global_batch_size)));
+  s.global_batch_size = c.global_batch_size * c.optimizations.aggregation_frequency;
+  s.warmup_epochs = c.number("warmup_epochs", 0);
+  s.decay = parse_decay_kind(c.text("lr_decay", "none"));
+  s.step_epochs = c.number("lr_step_epochs", s.step_epochs);
+  s.gamma = c.number("lr_gamma", s.gamma);
+  s.total_epochs = c.records_per_epoch ? static_cast<double>(c.to_batches(c.max_length)) /
+                                             static_cast<double>(c.batches_per_epoch())
+                                       : s.total_epochs;
+  s.min_lr = c.number("min_learning_rate", 0);
+  return lr_schedule(s);
+}
+
+//! The optimiser from the hyperparameters optimizer (sgd, adam, adamw), momentum, nesterov,
+//! weight_decay, lars (true: wrap it in LARS), lars_eta, larc (true: LARS with clipping).
+//! `is_1d` flags each parameter that LARS leaves unadapted (biases, norms).
+inline any_optimizer optimizer_from(const experiment_config& c, std::span<const bool> is_1d) {
+  const std::string kind = c.text("optimizer", "sgd");
+  const double wd = c.number("weight_decay", 0);
+  const bool use_lars = c.flag("lars", false), clip = c.flag("larc", false);
+  lars_options lo;
+  lo.eta = c.number("lars_eta", lo.eta);
+  lo.clip = clip;
+  lo.weight_decay = use_lars || clip ? wd : 0;
+  const double inner_wd = use_lars || clip ? 0 : wd;
+  std::string what = kind;
+  if (kind == "sgd") {
+    sgd_options o;
+    o.momentum = c.number("momentum", 0.9);
+    o.nesterov = c.flag("nesterov", false);
+    o.weight_decay = inner_wd;
+    what += ", momentum " + std::to_string(o.momentum) + (o.nesterov ? " (Nesterov)" : "");
+    if (use_lars || clip) return any_optimizer(lars<sgd>(sgd(o), lo, is_1d), (clip ? "LARC(" : "LARS(") + what + ")");
+    return any_optimizer(sgd(o), what);
+  }
+  if (kind == "adam" || kind == "adamw") {
+    adam_options o;
+    o.weight_decay = inner_wd;
+    o.decoupled = kind == "adamw";
+    if (use_lars || clip) return any_optimizer(lars<adam>(adam(o), lo, is_1d), (clip ? "LARC(" : "LARS(") + what + ")");
+    return any_optimizer(adam(o), what);
+  }
+  throw invalid_argument("hyperparameters.optimizer: '" + kind + "' is not one of sgd, adam, adamw");
+}
+
+//! The trainer's options from the configuration (lengths in batches; the schedule by epoch).
+inline trainer_options options_from(const experiment_config& c, const lr_schedule& schedule) {
+  trainer_options o;
+  o.global_batch_size = c.global_batch_size;
+  o.aggregation_frequency = c.optimizations.aggregation_frequency;
+  o.average_aggregated_gradients = c.optimizations.average_aggregated_gradients;
+  o.average_training_metrics = c.optimizations.average_training_metrics;
+  o.max_batches = c.to_batches(c.max_length);
+  if (c.min_validation_period) o.validation_period = c.to_batches(*c.min_validation_period);
+  if (c.min_checkpoint_period) o.checkpoint_period = c.to_batches(*c.min_checkpoint_period);
+  o.checkpoint_dir = c.checkpoint_dir;
+  o.seed = static_cast<std::uint64_t>(c.number("seed", 1));
+  o.learning_rate = [schedule](double epoch) { return schedule.at(epoch); };
+  return o;
+}
+
+}  // namespace tutti::trainer

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The main job: builds example 04 and tutti-run, then trains the MLP on Fashion-MNIST with tutti's
+# data-parallel trainer across 2 local processes (shared memory), configured by
+# examples/04_fashion_mnist/fashion_mnist.yaml (Determined's keys): a progress bar, a validation
+# line per epoch, metrics.csv and curves.png in ./fashion-mnist-run. Extra arguments go to the
+# program (e.g. --config FILE, --out DIR, --max-batches N); TUTTI_RANKS must match the config's
+# resources.slots_per_trial (2 here).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${TUTTI_BUILD_DIR:-$here/build}
+ranks=${TUTTI_RANKS:-2}
+
+"$here/tools/install-deps.sh"
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" --target tutti_example_04_fashion_mnist tutti_run -j "$(nproc)"
+# A fresh run each time: the example's checkpoints would otherwise resume the previous one.
+rm -rf /tmp/tutti-fashion-mnist-checkpoints
+"$build/tools/tutti-run" -n "$ranks" -- "$build/examples/04_fashion_mnist/tutti_example_04_fashion_mnist" \
+  --config "$here/examples/04_fashion_mnist/fashion_mnist.yaml" --out fashion-mnist-run "$@"
