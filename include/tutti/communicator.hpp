@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <ranges>
 #include <span>
@@ -360,6 +361,7 @@ class communicator {
     }
     engine_.engine = std::make_unique<engine_type>(*this, settings, std::move(tuner),
                                                    fusion::timeline::from_env(rank(), size()));
+    if (!restored_feedback_.empty()) engine_.engine->restore_feedback(std::exchange(restored_feedback_, {}));
     log(log_level::info, rank(),
         "fusion engine started: threshold " + std::to_string(settings.initial.threshold_bytes) + " bytes, cycle " +
             std::to_string(settings.initial.cycle_time.count()) + " us, autotune " + (settings.autotune ? "on" : "off"));
@@ -370,6 +372,17 @@ class communicator {
     if (engine_.engine) return engine_.engine->current_parameters();
     return fusion_settings().initial;
   }
+  //! With an error-feedback codec (topk, onebit), allreduce_async keeps one residual per tensor name
+  //! on each rank: this rank's, for a checkpoint (call it when no tensor is pending).
+  [[nodiscard]] std::map<std::string, std::vector<float>> fusion_feedback_state() const {
+    return engine_.engine ? engine_.engine->feedback_state() : restored_feedback_;
+  }
+  //! Gives the residuals back after a restart (before or after the engine starts).
+  void restore_fusion_feedback(std::map<std::string, std::vector<float>> state) {
+    if (engine_.engine) engine_.engine->restore_feedback(state);
+    else restored_feedback_ = std::move(state);
+  }
+
   //! Negotiation rounds the engine has run (0 before it starts): for tests and diagnostics.
   [[nodiscard]] std::uint64_t fusion_rounds() const noexcept { return engine_.engine ? engine_.engine->rounds() : 0; }
 
@@ -794,6 +807,7 @@ class communicator {
   std::vector<collective_descriptor> descriptors_;
   std::vector<typename transport_type::request> requests_;
   std::uint64_t engine_sequence_ = 0;  //!< the engine's collectives (its thread only)
+  std::map<std::string, std::vector<float>> restored_feedback_;  //!< residuals given before the engine started
   detail::engine_slot<engine_type> engine_;  //!< last: stopped and joined before any member it uses goes
 };
 

@@ -118,14 +118,15 @@ struct run_result {
 };
 
 //! Trains on `slots` in-process ranks; returns rank 0's weights and reports.
+template <class Comm = comm_t>
 run_result train(int slots, trainer_options o, std::size_t records = 600, bool metrics_check = false) {
   run_result out;
   synthetic_data data(records), held_out(97, 11);
   auto errors = transport::inproc::run(slots, [&](transport::inproc& t) {
-    comm_t comm(t);
+    Comm comm(t);
     linear_model m(comm.rank() == 0 ? 42u : 1000u + static_cast<unsigned>(comm.rank()));  // only the chief's init counts
     sgd opt(sgd_options{.momentum = 0.9});
-    data_parallel_trainer<comm_t, linear_model, sgd> trainer(comm, m, opt, o);
+    data_parallel_trainer<Comm, linear_model, sgd> trainer(comm, m, opt, o);
     std::vector<step_report> steps;
     std::vector<validation_report> validations;
     double lr_sum = 0;
@@ -279,5 +280,32 @@ TEST_CASE("trainer: resuming from a checkpoint gives bit-identical final weights
   const auto again = train(2, third);
   CHECK(again.steps.front().batches == 17);
   CHECK(again.w == uninterrupted.w);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("trainer: with an error-feedback codec (topk) each rank's residuals are checkpointed; resuming is bit-identical") {
+  using topk_comm = communicator<transport::inproc, algorithm::ring, codec::topk, fusion::threshold<4096, 200>>;
+  const auto dir = std::filesystem::temp_directory_path() / ("tutti-trainer-topk-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto o = base_options(24);
+  o.max_batches = 16;
+  const auto uninterrupted = train<topk_comm>(3, o);
+  auto first = o;
+  first.checkpoint_dir = dir;
+  first.checkpoint_period = 4;
+  first.max_batches = 8;
+  train<topk_comm>(3, first);
+  for (int r = 0; r < 3; ++r)  // every rank's residuals beside the checkpoint of batch 8
+    CHECK(std::filesystem::exists(dir / ("feedback-000000000008.rank" + std::to_string(r))));
+  auto second = first;
+  second.max_batches = 16;
+  const auto resumed = train<topk_comm>(3, second);
+  CHECK(resumed.steps.front().batches == 9);
+  CHECK(resumed.w == uninterrupted.w);
+  CHECK(resumed.b == uninterrupted.b);
+  // Without a rank's residuals the checkpoint cannot be resumed exactly: refused, naming the file.
+  std::filesystem::remove(dir / "feedback-000000000016.rank1");
+  CHECK_THROWS_WITH_AS(train<topk_comm>(3, second), doctest::Contains("feedback-000000000016.rank1, which is missing"),
+                       invalid_argument);
   std::filesystem::remove_all(dir);
 }

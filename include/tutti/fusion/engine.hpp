@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -134,6 +135,24 @@ class engine {
     return params_;
   }
   [[nodiscard]] std::uint64_t rounds() const noexcept { return rounds_.load(); }
+
+  //! Error-feedback codecs: this rank's residual per tensor name (what its codec has not sent yet),
+  //! for checkpoints. Safe beside the engine's thread; consistent when no tensor is pending.
+  [[nodiscard]] std::map<std::string, std::vector<float>> feedback_state() const {
+    std::lock_guard lock(feedback_mutex_);
+    std::map<std::string, std::vector<float>> out;
+    for (const auto& [name, fb] : feedback_) out[name] = fb.residual();
+    return out;
+  }
+  void restore_feedback(const std::map<std::string, std::vector<float>>& state) {
+    std::lock_guard lock(feedback_mutex_);
+    for (const auto& [name, residual] : state) {
+      auto& fb = feedback_[name];
+      fb.reset();
+      if (!residual.empty())
+        std::memcpy(fb.residual_for(residual.size(), "fusion engine: "), residual.data(), residual.size() * sizeof(float));
+    }
+  }
 
  private:
   struct entry {
@@ -376,6 +395,8 @@ class engine {
     const auto o = batch.front()->meta.reduction;
     const auto t = batch.front()->meta.type;
     const auto began = clock::now();
+    std::unique_lock feedback_lock(feedback_mutex_, std::defer_lock);
+    if constexpr (feedback) feedback_lock.lock();  // residuals are read and written by this batch
     std::exception_ptr failed;
     clock::time_point packed = began, reduced = began;
     std::size_t batch_bytes = 0;
@@ -513,7 +534,8 @@ class engine {
   fusion_buffer buffer_;
   std::vector<const_tensor_view> views_in_;
   std::vector<tensor_view> views_out_;
-  std::unordered_map<std::string, error_feedback> feedback_;
+  std::unordered_map<std::string, error_feedback> feedback_;  //!< under feedback_mutex_
+  mutable std::mutex feedback_mutex_;
   error_feedback fused_feedback_;
   std::uint64_t blocking_granted_seen_ = 0;
   std::atomic<std::uint64_t> rounds_{0};

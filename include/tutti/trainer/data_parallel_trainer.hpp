@@ -19,11 +19,13 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tutti/codec/concepts.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/log.hpp"
 #include "tutti/core/op.hpp"
@@ -258,8 +260,27 @@ class data_parallel_trainer {
                        " metrics of rank " + std::to_string(r) + " have other names than rank 0's");
   }
 
-  //! Parameters and optimiser state, with the position in the data; the chief writes, then all wait.
+  static constexpr bool has_feedback = feedback_codec_policy<typename Communicator::codec_type>;
+
+  //! With an error-feedback codec each rank's residuals beside the checkpoint of `batches`.
+  [[nodiscard]] std::filesystem::path feedback_path(std::size_t batches) const {
+    auto p = checkpoint_path(options_.checkpoint_dir, batches);
+    return p.replace_filename("feedback-" + p.filename().string().substr(5) + ".rank" + std::to_string(comm_.rank()));
+  }
+
+  //! Parameters and optimiser state, with the position in the data; the chief writes, then all
+  //! wait. With an error-feedback codec every rank first writes its residuals, so a checkpoint
+  //! never exists without them.
   void save(std::size_t batches) {
+    if constexpr (has_feedback) {
+      checkpoint_writer f;
+      for (const auto& [name, residual] : comm_.fusion_feedback_state())
+        f.add("residual/" + name, std::span<const std::byte>(reinterpret_cast<const std::byte*>(residual.data()),
+                                                            residual.size() * sizeof(float)));
+      std::filesystem::create_directories(options_.checkpoint_dir);
+      f.commit(feedback_path(batches));
+      comm_.barrier();
+    }
     if (comm_.rank() == 0) {
       checkpoint_writer w;
       std::string meta = std::to_string(batches) + " " + std::to_string(options_.seed) + " " +
@@ -277,6 +298,22 @@ class data_parallel_trainer {
       prune_checkpoints(options_.checkpoint_dir, options_.checkpoints_kept);
     }
     comm_.barrier();
+    if constexpr (has_feedback) prune_feedback();
+  }
+
+  //! Residual files whose checkpoint is gone go too (each rank its own).
+  void prune_feedback() {
+    std::vector<std::string> kept;
+    for (const auto& e : std::filesystem::directory_iterator(options_.checkpoint_dir)) {
+      const auto name = e.path().filename().string();
+      if (name.rfind("ckpt-", 0) == 0 && name.size() == 17) kept.push_back(name.substr(5));
+    }
+    const std::string mine = ".rank" + std::to_string(comm_.rank());
+    for (const auto& e : std::filesystem::directory_iterator(options_.checkpoint_dir)) {
+      const auto name = e.path().filename().string();
+      if (name.rfind("feedback-", 0) != 0 || !name.ends_with(mine)) continue;
+      if (std::find(kept.begin(), kept.end(), name.substr(9, 12)) == kept.end()) std::filesystem::remove(e.path());
+    }
   }
 
   //! Loads the newest valid checkpoint (every slot reads the same file) and returns the batches it
@@ -307,6 +344,21 @@ class data_parallel_trainer {
     const auto opt = r.section("optimizer");
     std::istringstream in(std::string(reinterpret_cast<const char*>(opt.data()), opt.size()));
     optimizer_.load(in);
+    if constexpr (has_feedback) {
+      const auto path = feedback_path(batches);
+      if (!std::filesystem::exists(path))
+        throw invalid_argument("checkpoint " + choice->path.string() + " needs this rank's error-feedback residuals, " +
+                               path.string() + ", which is missing (a run with a feedback codec cannot resume exactly without it)");
+      auto f = checkpoint_reader::open(path);
+      std::map<std::string, std::vector<float>> state;
+      for (const auto& name : f.names()) {
+        const auto bytes = f.section(name);
+        auto& v = state[name.substr(9)];  // "residual/"
+        v.resize(bytes.size() / sizeof(float));
+        std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+      }
+      comm_.restore_fusion_feedback(std::move(state));
+    }
     say("resumed from " + choice->path.string() + " (" + std::to_string(batches) + " batches done)");
     return batches;
   }
