@@ -339,16 +339,21 @@ class communicator {
     std::array<std::uint64_t, 3> mine{settings.initial.threshold_bytes,
                                       static_cast<std::uint64_t>(settings.initial.cycle_time.count()),
                                       settings.autotune ? 1u : 0u};
-    std::vector<std::uint64_t> all(mine.size() * static_cast<std::size_t>(size()));
-    allgather(const_tensor_view(std::span<const std::uint64_t>(mine)), tensor_view(std::span(all)));
+    // A barrier (every algorithm has one, and its descriptor check says so if ranks are in other
+    // collectives), then the settings straight over the transport with the engine's own tag.
+    barrier();
+    std::vector<std::array<std::uint64_t, 3>> all(static_cast<std::size_t>(size()));
+    all[static_cast<std::size_t>(rank())] = mine;
+    transport::exchange_with_all(*transport_, fusion::negotiation_tag + 2, std::span(all),
+                                 deadline::after(options_.timeout), requests_);
     static constexpr const char* variables[] = {"TUTTI_FUSION_THRESHOLD (bytes)", "TUTTI_CYCLE_TIME (microseconds)",
                                                 "TUTTI_AUTOTUNE"};
     for (std::size_t v = 0; v < mine.size(); ++v)
-      for (int r = 1; r < size(); ++r)
-        if (all[static_cast<std::size_t>(r) * mine.size() + v] != all[v])
+      for (std::size_t r = 1; r < all.size(); ++r)
+        if (all[r][v] != all[0][v])
           throw mismatch("rank " + std::to_string(rank()) + ": starting the fusion engine: " + variables[v] +
-                         " differs across ranks: rank 0 has " + std::to_string(all[v]) + ", rank " +
-                         std::to_string(r) + " has " + std::to_string(all[static_cast<std::size_t>(r) * mine.size() + v]));
+                         " differs across ranks: rank 0 has " + std::to_string(all[0][v]) + ", rank " +
+                         std::to_string(r) + " has " + std::to_string(all[r][v]));
     std::unique_ptr<fusion::tuner> tuner;
     if (settings.autotune) {
       if constexpr (requires { fusion_type::make_tuner(settings.initial, codec_type::name, algorithm_type::name); }) {

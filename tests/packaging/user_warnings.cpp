@@ -17,6 +17,7 @@ void every_collective(Comm& comm) {
   std::vector<tutti::half> h(8, tutti::half(1.0f));
   comm.allreduce(f, tutti::op::sum);
   comm.allreduce(h, tutti::op::avg);
+  comm.allreduce_async("f", f, tutti::op::sum).wait();  // the fusion engine, instantiated
   if constexpr (tutti::has_reduce_scatter<A, C>) comm.reduce_scatter(f, g, tutti::op::sum);
   if constexpr (tutti::has_allgather<A, C>) comm.allgather(f, g);
   comm.broadcast(n, 0);

@@ -355,7 +355,7 @@ class coordinator {
     std::sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.arrival < b.arrival; });
     std::vector<std::pair<std::uint32_t, tensor_meta>> ids;
     auto next = static_cast<std::uint32_t>(cache.size());
-    for (const auto& [name, meta, arrival] : ready) {
+    for (const auto& [name, meta, order] : ready) {
       if (auto id = cache.find(name, meta)) {
         ids.emplace_back(*id, meta);
       } else {
