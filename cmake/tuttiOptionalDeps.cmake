@@ -74,6 +74,25 @@ if(CUDAToolkit_FOUND AND TARGET CUDA::cudart)
   set(tutti_cuda_FOUND TRUE)
 endif()
 
+# nvcc and C++20: CMake before 3.26 or so knows no cuda_std_20 for nvcc 12/13 and passes its own
+# -std=c++17 after any option a target sets, so tutti's headers (C++20) fail in .cu files. Where the
+# calling project has enabled CUDA and its CMake lacks the feature, make the dialect flag CMake
+# emits say c++20. A macro: it must set the variables in the caller's scope (find_package() and
+# tutti's own top level both include this file there).
+macro(tutti_cuda_dialect_fix)
+  if(CMAKE_CUDA_COMPILER_LOADED AND CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA"
+     AND NOT "cuda_std_20" IN_LIST CMAKE_CUDA_COMPILE_FEATURES)
+    set(CMAKE_CUDA17_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA17_EXTENSION_COMPILE_OPTION "-std=c++20")
+  endif()
+endmacro()
+tutti_cuda_dialect_fix()
+if(tutti_cuda_FOUND)
+  # Device code calls tutti's constexpr helpers (std::bit_cast through core/host_device.hpp).
+  set_property(TARGET tutti::cuda APPEND PROPERTY INTERFACE_COMPILE_OPTIONS
+               "$<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>")
+endif()
+
 # --- NCCL --------------------------------------------------------------------------------------
 find_path(TUTTI_NCCL_INCLUDE_DIR nccl.h
   HINTS ENV NCCL_HOME ENV NCCL_ROOT ${CUDAToolkit_INCLUDE_DIRS}
