@@ -3,7 +3,8 @@
 //! Wire: for every block of `block_elements` elements (the last may be shorter) one fp32 scale
 //! s = max|x * scale| / 127 of the block, then the block's int8 values q = round(x * scale / s)
 //! (nearest, ties away from zero), in [-127, 127]. Decode: q * s. A block of zeros has s = 0; a block
-//! holding a NaN or an infinity has s = NaN, so all of it decodes to NaN.
+//! holding a NaN or an infinity has s = NaN, so all of it decodes to NaN. The arithmetic lives in
+//! codec/int8_arith.hpp, shared with the CUDA kernels (include/tutti/cuda/).
 //! One round trip errs by at most s / 2 = max|block| / 254 (plus fp32 rounding of the product,
 //! and of y / s, a few 2^-23 of s): the error is relative to the block's largest element, not to x.
 #pragma once
@@ -16,6 +17,7 @@
 #include <string_view>
 
 #include "tutti/codec/concepts.hpp"
+#include "tutti/codec/int8_arith.hpp"
 
 namespace tutti::codec {
 
@@ -23,7 +25,7 @@ struct int8 {
   using tutti_role = role::codec;
   static constexpr std::string_view name = "int8";
   static constexpr bool lossless = false;
-  static constexpr std::size_t block_elements = 256;
+  static constexpr std::size_t block_elements = int8_arith::block_elements;
 
   [[nodiscard]] static constexpr bool accepts(dtype t) noexcept { return t == dtype::f32; }
   [[nodiscard]] static constexpr std::size_t blocks(std::size_t count) noexcept {
@@ -38,41 +40,25 @@ struct int8 {
   }
 
   static void encode(const float* in, std::size_t n, float scale, std::byte* wire) noexcept {
+    namespace arith = int8_arith;
     auto* values = reinterpret_cast<std::int8_t*>(wire + blocks(n) * sizeof(float));
     for (std::size_t b = 0, i = 0; i < n; ++b, i += block_elements) {
       const std::size_t m = std::min(block_elements, n - i);
-      // Both loops vectorise (at -O3): the block's largest |y| is an integer max over the bit
-      // patterns with the sign cleared (positive floats order as their bits do; a float max
-      // reduction would need -ffast-math), and rounding is truncation of y + copysign(0.5, y)
-      // (to nearest, ties away from zero), where std::round was a library call per element
-      // (0.7 GB/s, bench/codecs). Not the add-and-subtract-1.5*2^23 trick: a user's -ffast-math
-      // folds it to y (this header compiles with the user's flags) and it follows the FP rounding
-      // mode; this form is right under both (checked in all four modes and under -Ofast).
+      // Both loops vectorise (at -O3; bench/codecs): the block's largest |y| is an integer max over
+      // the bit patterns, and quantise() is straight-line (codec/int8_arith.hpp says why each step
+      // is written as it is; tutti's CUDA kernels call the same functions).
       std::uint32_t top_bits = 0;
       for (std::size_t j = 0; j < m; ++j) {
-        const float y = in[i + j] * scale;
-        std::uint32_t bits;
-        std::memcpy(&bits, &y, sizeof bits);
-        bits &= 0x7fffffffu;
+        const std::uint32_t bits = arith::magnitude_bits(in[i + j] * scale);
         top_bits = bits > top_bits ? bits : top_bits;
       }
-      float s;
-      if (top_bits >= 0x7f800000u) {
-        // A NaN or an infinity: the block's scale is NaN and all of it decodes to NaN, so a broken
-        // gradient is seen rather than quantised into something plausible.
-        s = std::numeric_limits<float>::quiet_NaN();
+      const arith::block_scale s = arith::scale_of_block(top_bits);
+      if (!s.finite) {
         std::memset(values + i, 0, m);
       } else {
-        float top;
-        std::memcpy(&top, &top_bits, sizeof top);
-        s = top / 127.0f;
-        const float inv = s > 0 ? 1.0f / s : 0.0f;
-        for (std::size_t j = 0; j < m; ++j) {
-          const float y = in[i + j] * scale * inv;  // in [-127, 127] up to fp32's rounding: rounds inside
-          values[i + j] = static_cast<std::int8_t>(static_cast<int>(y + std::copysign(0.5f, y)));
-        }
+        for (std::size_t j = 0; j < m; ++j) values[i + j] = arith::quantise(in[i + j] * scale, s.inverse);
       }
-      std::memcpy(wire + b * sizeof(float), &s, sizeof s);
+      std::memcpy(wire + b * sizeof(float), &s.scale, sizeof s.scale);
     }
   }
   static void decode(const std::byte* wire, std::size_t n, float* out) noexcept {
@@ -90,7 +76,7 @@ struct int8 {
       const std::size_t m = std::min(block_elements, n - i);
       float s;
       std::memcpy(&s, wire + b * sizeof(float), sizeof s);
-      for (std::size_t j = 0; j < m; ++j) store(out[i + j], static_cast<float>(values[i + j]) * s);
+      for (std::size_t j = 0; j < m; ++j) store(out[i + j], int8_arith::dequantise(values[i + j], s));
     }
   }
 };

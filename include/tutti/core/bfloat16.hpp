@@ -1,21 +1,23 @@
 //! @file bfloat16.hpp  bfloat16 (top half of an IEEE binary32) storage type with round-to-nearest-even conversion.
 #pragma once
-#include <bit>
 #include <cstddef>
 #include <cstdint>
+
+#include "tutti/core/host_device.hpp"
 
 namespace tutti {
 
 // bfloat16 shares float's exponent range, so widening is a shift and narrowing only has to round
 // the 16 dropped mantissa bits; subnormals, overflow and zero all fall out of the same integer add.
-// Written branch-free so the bulk loops vectorise on any target.
+// Written branch-free so the bulk loops vectorise on any target, and TUTTI_HOST_DEVICE so that
+// tutti's CUDA kernels round with these very functions.
 
-[[nodiscard]] inline float bfloat16_bits_to_float(std::uint16_t b) noexcept {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+[[nodiscard]] TUTTI_HOST_DEVICE inline float bfloat16_bits_to_float(std::uint16_t b) noexcept {
+  return detail::bits_as_float(static_cast<std::uint32_t>(b) << 16);
 }
 
-[[nodiscard]] inline std::uint16_t float_to_bfloat16_bits(float f) noexcept {
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+[[nodiscard]] TUTTI_HOST_DEVICE inline std::uint16_t float_to_bfloat16_bits(float f) noexcept {
+  const std::uint32_t u = detail::float_as_bits(f);
   // Round to nearest even: add just under half an ulp plus the kept lsb. A carry into the exponent
   // is the right answer for finite values (including max float -> inf)...
   const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;

@@ -1,8 +1,9 @@
 //! @file half.hpp  IEEE 754 binary16 storage type with round-to-nearest-even conversion.
 #pragma once
-#include <bit>
 #include <cstddef>
 #include <cstdint>
+
+#include "tutti/core/host_device.hpp"
 
 namespace tutti {
 
@@ -10,20 +11,21 @@ namespace tutti {
 // _Float16 / F16C) so that the bulk loops below vectorise with baseline SSE2 and the result
 // never depends on the CPU. The few float operations used are exact (power-of-two scaling,
 // small-integer conversions, truncation), so neither the FP rounding mode nor FTZ/DAZ can change
-// a result.
+// a result. The two scalar conversions are TUTTI_HOST_DEVICE: tutti's CUDA kernels call these very
+// functions, so the host tests below check the GPU's rounding too (core/host_device.hpp).
 
 namespace detail {
 // Bitwise select. A ternary would do on integers, but g++ sinks the (possibly trapping, under the
 // default -ftrapping-math) float arithmetic of the unused side into a branch, and a loop with a
 // branch is not vectorised; consuming both sides unconditionally keeps the loop straight-line.
-[[nodiscard]] constexpr std::uint32_t half_select(bool c, std::uint32_t if_true,
+[[nodiscard]] TUTTI_HOST_DEVICE constexpr std::uint32_t half_select(bool c, std::uint32_t if_true,
                                                   std::uint32_t if_false) noexcept {
   const std::uint32_t m = 0u - static_cast<std::uint32_t>(c);
   return (if_true & m) | (if_false & ~m);
 }
 }  // namespace detail
 
-[[nodiscard]] inline float half_bits_to_float(std::uint16_t h) noexcept {
+[[nodiscard]] TUTTI_HOST_DEVICE inline float half_bits_to_float(std::uint16_t h) noexcept {
   const std::uint32_t hw = h;
   const std::uint32_t sign = (hw & 0x8000u) << 16;
   const std::uint32_t em = hw & 0x7fffu;  // exponent and mantissa fields together
@@ -34,15 +36,15 @@ namespace detail {
   const std::uint32_t inf_nan = (em << 13) | 0x7f800000u | (em > 0x7c00u ? 0x00400000u : 0u);
   // Subnormal: the value is mantissa * 2^-24; the int->float conversion and the scaling are exact
   // and land in the normal float range, so no normalisation loop is needed.
-  const std::uint32_t sub = std::bit_cast<std::uint32_t>(
-      static_cast<float>(static_cast<std::int32_t>(em)) * 0x1p-24f);
+  const std::uint32_t sub =
+      detail::float_as_bits(detail::mul_rn(static_cast<float>(static_cast<std::int32_t>(em)), 0x1p-24f));
   std::uint32_t r = detail::half_select(em < 0x0400u, sub, normal);
   r = detail::half_select(em >= 0x7c00u, inf_nan, r);
-  return std::bit_cast<float>(r | sign);
+  return detail::bits_as_float(r | sign);
 }
 
-[[nodiscard]] inline std::uint16_t float_to_half_bits(float f) noexcept {
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+[[nodiscard]] TUTTI_HOST_DEVICE inline std::uint16_t float_to_half_bits(float f) noexcept {
+  const std::uint32_t u = detail::float_as_bits(f);
   const std::uint32_t sign = (u >> 16) & 0x8000u;
   // Signed is enough (the sign bit is cleared) and saves the vectoriser the unsigned-compare
   // bias dance on SSE2.
@@ -61,9 +63,9 @@ namespace detail {
   // to 2^-14 first, so the float->int conversion can never overflow (which would be UB).
   // (Clamping rather than zeroing: with a constant on one side g++ turns this back into a branch.)
   const std::uint32_t a_sub = a < (113 << 23) ? au : (113u << 23);
-  const float y = std::bit_cast<float>(a_sub) * 0x1p24f;  // in [0, 1024]
+  const float y = detail::mul_rn(detail::bits_as_float(a_sub), 0x1p24f);  // in [0, 1024]
   const std::int32_t t = static_cast<std::int32_t>(y);
-  const float frac = y - static_cast<float>(t);
+  const float frac = detail::sub_rn(y, static_cast<float>(t));
   const std::int32_t up = frac > 0.5f ? 1 : frac == 0.5f ? (t & 1) : 0;
   const std::uint32_t sub = static_cast<std::uint32_t>(t + up);  // 0x400 when it rounds up to 2^-14
 
