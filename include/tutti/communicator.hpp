@@ -537,6 +537,8 @@ class communicator {
   void fused_allreduce(const_tensor_view in, tensor_view out, op o, error_feedback* feedback, const std::string&) {
     allreduce_checked(in, out, o, feedback);
   }
+  //! Where the engine's collectives record their phases (its timeline), or null.
+  void trace_phases(algorithm::phase_log* log) noexcept { phase_log_ = log; }
   //! The engine stopped on an error outside a collective (its negotiation failed): like a failed collective.
   void engine_failed(const std::string& what) {
     if (!broken_.empty()) return;
@@ -723,6 +725,7 @@ class communicator {
     const bool check_in_algorithm = check && in_algorithm;
     context_type c(*transport_, scratch_, d.sequence, until, options_.chunk_bytes, check_in_algorithm ? &desc : nullptr,
                    &descriptors_, &algorithm_state_, &d, &nodes_);
+    if (engine_thread) c.set_phase_log(phase_log_);  // the engine's timeline, when it records
     if (!bad.empty()) {
       if constexpr (in_algorithm) {
         if (check_in_algorithm)
@@ -806,6 +809,7 @@ class communicator {
   communicator_options options_;
   algorithm::scratch_buffer scratch_;
   algorithm::algorithm_state algorithm_state_;
+  algorithm::phase_log* phase_log_ = nullptr;  //!< set by the engine's thread around its collectives
   algorithm::node_source nodes_;  //!< which node each rank is on, once known
   std::uint64_t sequence_ = 0;
   std::string broken_;  //!< non-empty once a collective failed midway: data may be partial

@@ -334,7 +334,7 @@ TEST_CASE("engine: codecs apply to fused buffers (fp16 within its bound, every o
   }
 }
 
-TEST_CASE("engine: TUTTI_TIMELINE writes a Chrome trace per rank with negotiation, pack and collective spans") {
+TEST_CASE("engine: TUTTI_TIMELINE writes a Chrome trace per rank with negotiation, pack, collective and phase spans") {
   const std::string path = "/tmp/tutti-timeline-test-" + std::to_string(::getpid()) + ".json";
   ::setenv("TUTTI_TIMELINE", path.c_str(), 1);
   run_world<inproc_comm<fusion::threshold<(1 << 20), 500>>>(2, [](auto& comm) {
@@ -355,8 +355,9 @@ TEST_CASE("engine: TUTTI_TIMELINE writes a Chrome trace per rank with negotiatio
     CHECK(json.size() > 100);
     CHECK(json.substr(json.size() - 3) == "\n]\n");
     CHECK(std::count(json.begin(), json.end(), '{') == std::count(json.begin(), json.end(), '}'));
+    // The collective by phase (ring over threads): spans inside FUSED_ALLREDUCE on the engine track.
     for (const char* want : {"\"NEGOTIATE\"", "\"PACK\"", "\"ALLREDUCE\"", "\"UNPACK\"", "\"FUSED_ALLREDUCE\"",
-                             "\"layer3.grad\"", "\"rank " })
+                             "\"REDUCE_SCATTER\"", "\"ALLGATHER\"", "\"layer3.grad\"", "\"rank " })
       CHECK_MESSAGE(json.find(want) != std::string::npos, want);
     if (r == 0) CHECK(json.find("\"rank 1 ready\"") != std::string::npos);  // the coordinator marks each rank's arrival
     std::remove(file.c_str());

@@ -8,9 +8,11 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "tutti/algorithm/phases.hpp"
 #include "tutti/bootstrap/node.hpp"
 #include "tutti/codec/concepts.hpp"
 #include "tutti/codec/none.hpp"
@@ -196,6 +198,14 @@ class context {
   [[nodiscard]] float prescale() const noexcept { return prescale_; }
   void set_prescale(float s) noexcept { prescale_ = s; }
 
+  // ---- phases, for the timeline ----------------------------------------------------------------
+  //! Marks the start of a phase of the schedule (a string literal: "reduce_scatter", "allgather").
+  //! Costs one test of a null pointer unless the fusion engine's timeline is recording (TUTTI_TIMELINE).
+  void phase(std::string_view name) {
+    if (phases_) phases_->begin(name);
+  }
+  void set_phase_log(phase_log* p) noexcept { phases_ = p; }
+
   [[nodiscard]] request send(int peer, const void* data, std::size_t bytes) { return transport_.send(peer, tag_, data, bytes); }
   [[nodiscard]] request recv(int peer, void* data, std::size_t bytes) { return transport_.recv(peer, tag_, data, bytes); }
   void wait(request& r) { transport_.wait(r, until_); }
@@ -215,6 +225,7 @@ class context {
   node_source* nodes_;
   float prescale_ = 1.0f;
   float* residual_ = nullptr;
+  phase_log* phases_ = nullptr;  //!< only the top-level context records: sub-contexts never get one
 
   std::string node_of_transport() const {
     if constexpr (requires { transport_.node_id(); }) return std::string(transport_.node_id());

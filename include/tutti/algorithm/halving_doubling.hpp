@@ -84,11 +84,13 @@ struct halving_doubling {
       const std::byte* mine = src + first * esz;
       std::byte* work = dst + first * esz;  // partial and final sums land in the output
       if (f.sits_out(r)) {
+        c.phase("fold");
         send_all(c, r - 1, mine, bytes);
         recv_all(c, r - 1, work, bytes);
         continue;
       }
       if (f.hosts(r)) {
+        c.phase("fold");
         recv_all(c, r + 1, incoming, bytes);
         tutti::reduce(t, o, work, mine, incoming, len);
         mine = work;
@@ -96,10 +98,15 @@ struct halving_doubling {
       const split sp{len, static_cast<std::size_t>(f.p)};
       const auto at = [&](int v) { return sp.offset(static_cast<std::size_t>(v)) * esz; };
       const int v = f.virt(r);
+      c.phase("reduce_scatter");
       halving(c, f.p, v, mine, work, incoming, at, rank_of, t, o);
       if (o == op::avg) finish_avg(t, work + at(v), sp.length(static_cast<std::size_t>(v)), n);
+      c.phase("allgather");
       doubling(c, work, f.p, v, at, rank_of);
-      if (f.hosts(r)) send_all(c, r + 1, work, bytes);
+      if (f.hosts(r)) {
+        c.phase("unfold");
+        send_all(c, r + 1, work, bytes);
+      }
     }
   }
 

@@ -12,6 +12,7 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -36,6 +37,7 @@
 #include "tutti/fusion/buffer.hpp"
 #include "tutti/fusion/handle.hpp"
 #include "tutti/fusion/negotiation.hpp"
+#include "tutti/algorithm/phases.hpp"
 #include "tutti/fusion/timeline.hpp"
 #include "tutti/fusion/tuner.hpp"
 
@@ -442,6 +444,15 @@ class engine {
       const std::string args = "\"tensors\":" + std::to_string(batch.size()) + ",\"bytes\":" +
                                std::to_string(batch_bytes) + ",\"dtype\":\"" + std::string(name_of(t)) + "\"";
       timeline_->span("engine", batch.size() == 1 ? "ALLREDUCE" : "FUSED_ALLREDUCE", began, unpacked, args);
+      // The collective by phase (ring: reduce_scatter / allgather per pipelining round), nested
+      // inside the span above; uppercase like the engine's own spans.
+      const auto& marks = phases_.marks;
+      for (std::size_t i = 0; i < marks.size(); ++i) {
+        const auto end = i + 1 < marks.size() ? marks[i + 1].at : reduced;
+        std::string phase(marks[i].name);
+        for (auto& ch : phase) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        if (end >= marks[i].at) timeline_->span("engine", phase, marks[i].at, end);
+      }
       for (auto& e : batch) {
         timeline_->span(e->name, "NEGOTIATE", e->enqueued, negotiated);
         timeline_->span(e->name, "WAIT_FOR_BATCH", negotiated, began);
@@ -460,6 +471,12 @@ class engine {
   }
 
   void reduce(const_tensor_view in, tensor_view out, op o, error_feedback* fb, const std::string& what) {
+    phases_.clear();
+    struct tracing {  // the communicator records this collective's phases only while it runs
+      Comm& comm;
+      ~tracing() { comm.trace_phases(nullptr); }
+    } scope{comm_};
+    comm_.trace_phases(timeline_ ? &phases_ : nullptr);
     comm_.fused_allreduce(in, out, o, fb, what);
   }
 
@@ -515,6 +532,7 @@ class engine {
   std::optional<parameters> next_params_;   //!< rank 0: the tuner's choice for the next response
   std::unique_ptr<tuner> tuner_;
   std::unique_ptr<timeline> timeline_;
+  algorithm::phase_log phases_;  //!< the current collective's phases, when the timeline records
   std::unique_ptr<coordinator> coordinator_;
   int rank_, world_;
 
