@@ -114,6 +114,13 @@ struct pick {
   using type = typename std::remove_cvref_t<decltype(hana::front(hana::append(found, hana::type_c<Default>)))>::type;
 };
 
+//! A transport that moves device memory needs an algorithm that handles it (device_memory_algorithm).
+template <class T, class A>
+constexpr bool device_memory_fits() {
+  if constexpr (transport_policy<T>) return !T::traits.device_memory || device_memory_algorithm<A>;
+  else return true;
+}
+
 template <class... Ps>
 struct sorted_policies {
   static constexpr bool all_policies = (check_is_policy<Ps>::value && ...);
@@ -150,6 +157,10 @@ struct sorted_policies {
   static_assert(fusion_pick::count != 1 || fusion_policy<fusion>,
                 "tutti::communicator<...>: the FusionStrategy does not satisfy tutti::fusion_policy "
                 "(needs name, threshold_bytes, cycle_time, autotune; see tutti/fusion/concepts.hpp)");
+  static_assert(algorithm_pick::count != 1 || !algorithm_policy<algorithm> || device_memory_fits<transport, algorithm>(),
+                "tutti::communicator<...>: the Transport moves device memory (traits.device_memory) but the Algorithm "
+                "reads and writes buffers on the host; over transport::nccl use algorithm::native (an algorithm that "
+                "handles device memory says so with `static constexpr bool handles_device_memory = true;`)");
   static_assert(codec_pick::count != 1 || !codec_policy<codec> || codec::lossless || lossy_codec_policy<codec> ||
                     feedback_codec_policy<codec>,
                 "tutti::communicator<...>: a lossy Codec must satisfy tutti::lossy_codec_policy (accepts, encode, "
@@ -333,6 +344,9 @@ class communicator {
   //! calls it, at the same point among its blocking collectives, and the ranks' TUTTI_FUSION_THRESHOLD,
   //! TUTTI_CYCLE_TIME and TUTTI_AUTOTUNE must agree (tutti::mismatch naming the variable otherwise).
   void start_fusion_engine() {
+    static_assert(!transport_type::traits.device_memory,
+                  "tutti::communicator<...>::allreduce_async: the fusion engine packs tensors in host memory, so it "
+                  "does not run over a device-memory transport (transport::nccl); call allreduce per tensor");
     if (engine_.engine) return;
     if (!broken_.empty()) throw error("rank " + std::to_string(rank()) + ": allreduce_async: communicator is unusable after an earlier failure: " + broken_);
     auto settings = fusion_settings();
@@ -720,6 +734,11 @@ class communicator {
     // The engine's collectives were agreed on by its negotiation: no second check.
     const bool check = options_.check && !engine_thread;
     constexpr bool in_algorithm = checks_arguments<algorithm_type, context_type>;
+    // The check below exchanges host descriptors through the transport: a device-memory transport
+    // cannot carry them, so there the algorithm must check (algorithm::native does, through NCCL).
+    static_assert(!transport_type::traits.device_memory || in_algorithm,
+                  "tutti::communicator<...>: over a device-memory transport the Algorithm must check arguments "
+                  "itself (checks_arguments<Transport> and agree(ctx); see tutti/algorithm/concepts.hpp)");
     if (check && !in_algorithm)
       guarded(desc, "while checking arguments across ranks: ", [&] { agree(desc, until); });
     const bool check_in_algorithm = check && in_algorithm;

@@ -52,6 +52,13 @@ concept has_alltoall = requires(Ctx& c, const void* in, void* out, std::size_t n
 template <class A>
 concept lossy_codec_carrier = requires { requires A::carries_lossy_codecs; };
 
+//! The algorithm's buffers may be device memory: it says so with
+//! `static constexpr bool handles_device_memory = true;` (algorithm::native). Over a transport whose
+//! traits.device_memory is true it is the only kind the communicator accepts: every other
+//! algorithm reads, copies and reduces buffers on the host.
+template <class A>
+concept device_memory_algorithm = requires { requires A::handles_device_memory; };
+
 //! The algorithm checks ranks' arguments in its own first synchronisation (saving the
 //! communicator's separate round) over transport T: it sets `checks_arguments<T>` and offers
 //! `agree(ctx)`, which runs just that check (for a rank whose own arguments were refused).

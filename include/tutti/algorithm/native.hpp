@@ -1,0 +1,224 @@
+//! @file native.hpp  algorithm::native — every collective handed to NCCL's own implementation.
+//!
+//! allreduce, reduce_scatter, allgather, broadcast and reduce are ncclAllReduce, ncclReduceScatter,
+//! ncclAllGather, ncclBroadcast and ncclReduce on the transport's stream; alltoall is one group of
+//! ncclSend/ncclRecv (split beyond NCCL's per-group limit); barrier is a one-element allreduce on a
+//! device scratch word. Each waits for its stream work (deadline and asynchronous-error polling in
+//! transport::nccl) before it returns, so the blocking API's contract holds: when a call returns,
+//! the output is in device memory and the inputs may be reused.
+//!
+//! Arguments are checked across ranks in the algorithm's first step (`checks_arguments`): the
+//! communicator's own check exchanges host descriptors through the transport, which here moves
+//! device memory only. Each rank's 32-byte descriptor goes to pinned host memory, then to device
+//! scratch, is all-gathered by NCCL and read back, and judged as the communicator would: one
+//! extra small collective per call (TUTTI_CHECK=0 skips it).
+//!
+//! dtypes and ops (transport/nccl/types.hpp): reductions take every dtype but int16, which NCCL
+//! lacks: refused at run time with tutti::invalid_argument after the ranks agreed on the call, so
+//! every rank refuses alike. Collectives that reduce nothing move bytes and take any dtype.
+//!
+//! Only over transport::nccl: over any other transport it is a compile-time error in one sentence.
+#pragma once
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tutti/core/collective.hpp"
+#include "tutti/core/dtype.hpp"
+#include "tutti/core/error.hpp"
+#include "tutti/core/op.hpp"
+#include "tutti/core/policy.hpp"
+#include "tutti/transport/nccl/transport.hpp"
+#include "tutti/transport/nccl/types.hpp"
+
+namespace tutti::algorithm {
+
+namespace native_detail {
+
+//! Instantiated by each collective; over another transport, the one error the user sees.
+template <class Transport>
+constexpr bool over_nccl() {
+  static_assert(std::is_same_v<Transport, transport::nccl>,
+                "tutti::algorithm::native runs over tutti::transport::nccl only (it hands each collective to "
+                "NCCL, on device memory); over another transport choose ring, direct, tree, halving_doubling, "
+                "hierarchical<I, X> or automatic");
+  return std::is_same_v<Transport, transport::nccl>;
+}
+
+}  // namespace native_detail
+
+struct native {
+  using tutti_role = role::algorithm;
+  static constexpr std::string_view name = "native";
+  //! Its buffers may be device memory: the communicator accepts it over transport::nccl.
+  static constexpr bool handles_device_memory = true;
+  //! Arguments are checked in the algorithm (see the top of this file).
+  template <class Transport>
+  static constexpr bool checks_arguments = std::is_same_v<Transport, transport::nccl>;
+
+  //! Only the cross-rank argument check (for a rank whose own arguments were refused, and as
+  //! every collective's first step when checking is on).
+  template <class Ctx>
+  static void agree(Ctx& c) {
+    if constexpr (native_detail::over_nccl<typename Ctx::transport_type>()) {
+      const collective_descriptor* mine = c.descriptor();
+      if (!mine || c.size() == 1) return;
+      auto& tr = c.transport();
+      const std::size_t n = static_cast<std::size_t>(c.size()), d = sizeof(collective_descriptor);
+      std::byte* host = tr.host_scratch((n + 1) * d);  // [mine][rank 0 .. n-1]
+      std::byte* dev = tr.device_scratch((n + 1) * d);
+      std::memcpy(host, mine, d);
+      const int r = c.rank();
+      tr.on_stream("argument check", c.until(), [&](cudaStream_t s) {
+        TUTTI_NCCL_CHECK(r, "argument check", cudaMemcpyAsync(dev, host, d, cudaMemcpyHostToDevice, s));
+      });
+      tr.collective("argument check", c.until(), [&](ncclComm_t comm, cudaStream_t s) {
+        return TUTTI_NCCL_CHECK(r, "argument check", ncclAllGather(dev, dev + d, d, ncclUint8, comm, s));
+      });
+      tr.on_stream("argument check", c.until(), [&](cudaStream_t s) {
+        TUTTI_NCCL_CHECK(r, "argument check", cudaMemcpyAsync(host + d, dev + d, n * d, cudaMemcpyDeviceToHost, s));
+      });
+      auto all = c.descriptors();
+      std::memcpy(all.data(), host + d, n * d);
+      c.verify(all);
+    }
+  }
+
+  template <class Ctx>
+  static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
+    if constexpr (native_detail::over_nccl<typename Ctx::transport_type>()) {
+      const auto [type, redop] = reduction(c, "allreduce", t, o);
+      if (count == 0) return;
+      const int r = c.rank();
+      c.transport().collective("allreduce", c.until(), [&](ncclComm_t comm, cudaStream_t s) {
+        return TUTTI_NCCL_CHECK(r, "allreduce", ncclAllReduce(in, out, count, type, redop, comm, s));
+      });
+    }
+  }
+
+  //! in: count * n elements; out: this rank's count (in place when out == in + rank * count,
+  //! which is NCCL's in-place layout too).
+  template <class Ctx>
+  static void reduce_scatter(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
+    if constexpr (native_detail::over_nccl<typename Ctx::transport_type>()) {
+      const auto [type, redop] = reduction(c, "reduce_scatter", t, o);
+      if (count == 0) return;
+      const int r = c.rank();
+      c.transport().collective("reduce_scatter", c.until(), [&](ncclComm_t comm, cudaStream_t s) {
+        return TUTTI_NCCL_CHECK(r, "reduce_scatter", ncclReduceScatter(in, out, count, type, redop, comm, s));
+      });
+    }
+  }
+
+  //! Bytes, not elements: nothing is reduced, so every dtype (int16 too) travels.
+  template <class Ctx>
+  static void allgather(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
+    if constexpr (native_detail::over_nccl<typename Ctx::transport_type>()) {
+      agree(c);
+      const std::size_t bytes = count * size_of(t);
+      if (bytes == 0) return;
+      const int r = c.rank();
+      c.transport().collective("allgather", c.until(), [&](ncclComm_t comm, cudaStream_t s) {
+        return TUTTI_NCCL_CHECK(r, "allgather", ncclAllGather(in, out, bytes, ncclUint8, comm, s));
+      });
+    }
+  }
+
+  template <class Ctx>
+  static void broadcast(Ctx& c, const void* in, void* out, std::size_t count, dtype t, int root) {
+    if constexpr (native_detail::over_nccl<typename Ctx::transport_type>()) {
+      agree(c);
+      const std::size_t bytes = count * size_of(t);
+      if (bytes == 0) return;
+      const int r = c.rank();
+      c.transport().collective("broadcast", c.until(), [&](ncclComm_t comm, cudaStream_t s) {
+        return TUTTI_NCCL_CHECK(r, "broadcast", ncclBroadcast(in, out, bytes, ncclUint8, root, comm, s));
+      });
+    }
+  }
+
+  //! `out` is null on ranks other than root (NCCL reads recvbuff on root only).
+  template <class Ctx>
+  static void reduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, int root) {
+    if constexpr (native_detail::over_nccl<typename Ctx::transport_type>()) {
+      const auto [type, redop] = reduction(c, "reduce", t, o);
+      if (count == 0) return;
+      const int r = c.rank();
+      c.transport().collective("reduce", c.until(), [&](ncclComm_t comm, cudaStream_t s) {
+        return TUTTI_NCCL_CHECK(r, "reduce", ncclReduce(in, out, count, type, redop, root, comm, s));
+      });
+    }
+  }
+
+  //! Block j of in to rank j, block j of out from rank j: one group of sends and receives. In place
+  //! (in == out), the input is first copied to device scratch, so no block is overwritten before
+  //! it is sent.
+  template <class Ctx>
+  static void alltoall(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
+    if constexpr (native_detail::over_nccl<typename Ctx::transport_type>()) {
+      agree(c);
+      const std::size_t block = count * size_of(t);
+      if (block == 0) return;
+      auto& tr = c.transport();
+      const int n = c.size(), r = c.rank();
+      const auto* src = static_cast<const std::byte*>(in);
+      auto* dst = static_cast<std::byte*>(out);
+      if (in == out) {
+        std::byte* copy = tr.device_scratch(block * static_cast<std::size_t>(n));
+        tr.on_stream("alltoall", c.until(), [&](cudaStream_t s) {
+          TUTTI_NCCL_CHECK(r, "alltoall", cudaMemcpyAsync(copy, in, block * static_cast<std::size_t>(n),
+                                                         cudaMemcpyDeviceToDevice, s));
+        });
+        src = copy;
+      }
+      std::vector<transport::nccl::p2p_op> ops;
+      ops.reserve(2 * static_cast<std::size_t>(n));
+      for (int k = 0; k < n; ++k) {  // [recv p, send p] per peer: the group splitter's balanced pairs
+        const int p = (r + k) % n;
+        const std::size_t at = static_cast<std::size_t>(p) * block;
+        ops.push_back({false, p, dst + at, block});
+        ops.push_back({true, p, const_cast<std::byte*>(src + at), block});
+      }
+      tr.exchange(ops, "alltoall", c.until());
+    }
+  }
+
+  //! The argument check is itself an all-gather every rank must enter; without it, a one-element
+  //! allreduce on a device scratch word.
+  template <class Ctx>
+  static void barrier(Ctx& c) {
+    if constexpr (native_detail::over_nccl<typename Ctx::transport_type>()) {
+      if (c.size() == 1) return;
+      if (c.descriptor()) return agree(c);
+      auto& tr = c.transport();
+      void* word = tr.device_scratch(sizeof(std::int32_t));
+      const int r = c.rank();
+      tr.collective("barrier", c.until(), [&](ncclComm_t comm, cudaStream_t s) {
+        return TUTTI_NCCL_CHECK(r, "barrier", ncclAllReduce(word, word, 1, ncclInt32, ncclSum, comm, s));
+      });
+    }
+  }
+
+ private:
+  //! After the ranks agreed (so every rank refuses alike): NCCL's dtype and op, or
+  //! invalid_argument naming rank, collective, dtype and op.
+  template <class Ctx>
+  static std::pair<ncclDataType_t, ncclRedOp_t> reduction(Ctx& c, const char* collective_name, dtype t, op o) {
+    agree(c);
+    const std::string refusal = transport::nccl_detail::reduction_refusal(t, o);
+    if (!refusal.empty())
+      throw invalid_argument(c.where() + "algorithm::native " + collective_name + " with dtype " +
+                             std::string(name_of(t)) + ", op " + std::string(name_of(o)) + ": " + refusal);
+    return {*transport::nccl_detail::nccl_type_of(t), *transport::nccl_detail::nccl_op_of(o)};
+  }
+};
+
+}  // namespace tutti::algorithm
