@@ -77,12 +77,12 @@ struct native {
       std::byte* dev = tr.device_scratch((n + 1) * d);
       std::memcpy(host, mine, d);
       const int r = c.rank();
-      tr.on_stream("argument check", c.until(), [&](cudaStream_t s) {
-        TUTTI_NCCL_CHECK(r, "argument check", cudaMemcpyAsync(dev, host, d, cudaMemcpyHostToDevice, s));
-      });
       tr.collective("argument check", c.until(), [&](ncclComm_t comm, cudaStream_t s) {
+        TUTTI_NCCL_CHECK(r, "argument check", cudaMemcpyAsync(dev, host, d, cudaMemcpyHostToDevice, s));
         return TUTTI_NCCL_CHECK(r, "argument check", ncclAllGather(dev, dev + d, d, ncclUint8, comm, s));
       });
+      // Only now: a non-blocking communicator may still be enqueueing the all-gather until the
+      // transport has settled it, and this copy must follow it on the stream.
       tr.on_stream("argument check", c.until(), [&](cudaStream_t s) {
         TUTTI_NCCL_CHECK(r, "argument check", cudaMemcpyAsync(host + d, dev + d, n * d, cudaMemcpyDeviceToHost, s));
       });
