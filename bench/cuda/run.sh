@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# bench/cuda/run.sh: on a machine with a GPU, builds tutti-cuda-pack-bench (and the GPU tests) and
+# runs it over ResNet-50's and BERT-base's gradient lists for each wire type, writing
+# OUT/<model>-<wire>.txt (the table), .json (the rows) and OUT/pack.png (GB/s per op).
+#   bash bench/cuda/run.sh [OUT] [ARCH]     (OUT default bench/results/cuda-<date>; ARCH: 80 A100, 90 H100)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+out="${1:-$root/bench/results/cuda-$(date +%Y%m%d)}"
+arch="${2:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)}"
+arch="${arch:-80}"
+build="$root/build-cuda-bench"
+mkdir -p "$out"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTUTTI_CUDA_ARCHITECTURES="$arch" \
+  -DTUTTI_BUILD_EXAMPLES=OFF -DTUTTI_BUILD_BENCH=ON -DTUTTI_BUILD_TESTS=ON
+cmake --build "$build" --target tutti_cuda_pack_bench tutti_cuda_kernels_test tutti_cuda_odr_test tutti_cuda_tests -j"$(nproc)"
+# The kernels must agree with the CPU reference before their speed means anything.
+ctest --test-dir "$build" -R '^cuda\.' --output-on-failure | tee "$out/tests.txt"
+for model in resnet50 bert_base; do
+  for wire in half bfloat16 float; do
+    "$build/bench/cuda/tutti-cuda-pack-bench" --shapes "$root/bench/fusion/$model.tsv" --wire "$wire" -n 50 \
+      --json "$out/$model-$wire.json" | tee "$out/$model-$wire.txt"
+  done
+done
+python3 - "$out" <<'PY'
+import json, pathlib, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+out = pathlib.Path(sys.argv[1])
+runs = sorted(out.glob("*.json"))
+fig, axes = plt.subplots(1, len(runs), figsize=(3.2 * len(runs), 4), sharey=True)
+for ax, path in zip(axes if len(runs) > 1 else [axes], runs):
+    r = json.loads(path.read_text())
+    ops = [row["op"] for row in r["rows"]]
+    ax.bar(ops, [row["gbps"] for row in r["rows"]], color=["grey", "C0", "C1", "C0", "C1"][: len(ops)])
+    ax.set_title(f"{path.stem}\n{r['tensors']} tensors", fontsize=8)
+    ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+axes[0].set_ylabel("GB/s (bytes read + written)") if len(runs) > 1 else axes.set_ylabel("GB/s")
+fig.suptitle(f"tutti::cuda pack/unpack, {json.loads(runs[0].read_text())['device']}")
+fig.tight_layout()
+fig.savefig(out / "pack.png", dpi=120)
+print("wrote", out / "pack.png")
+PY
