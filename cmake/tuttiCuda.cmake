@@ -32,8 +32,17 @@ if(TUTTI_CUDA)
 endif()
 
 # tutti_cuda_target(<target>): a target with .cu sources that include tutti's kernels.
+# C++20 for nvcc: where CMake knows no cuda_std_20 (3.25), a target without a CUDA_STANDARD gets no
+# -std at all (nvcc's default is C++17), so it asks for 17, the option tutti_cuda_dialect_fix()
+# rewrote to -std=c++20.
 function(tutti_cuda_target target)
-  set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${TUTTI_CUDA_ARCHITECTURES}")
+  if("cuda_std_20" IN_LIST CMAKE_CUDA_COMPILE_FEATURES)
+    set(standard 20)
+  else()
+    set(standard 17)
+  endif()
+  set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${TUTTI_CUDA_ARCHITECTURES}"
+                        CUDA_STANDARD ${standard} CUDA_STANDARD_REQUIRED ON)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>)
 endfunction()

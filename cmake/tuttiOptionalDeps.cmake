@@ -91,6 +91,17 @@ if(tutti_cuda_FOUND)
   # Device code calls tutti's constexpr helpers (std::bit_cast through core/host_device.hpp).
   set_property(TARGET tutti::cuda APPEND PROPERTY INTERFACE_COMPILE_OPTIONS
                "$<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>")
+  # A consumer that enabled CUDA gets C++20 for its .cu files: cuda_std_20 where CMake knows it;
+  # else -std=c++20 itself (CMake 3.25 then passes no -std of its own, since nvcc's default, 17, is
+  # all it knows; a target that sets CUDA_STANDARD gets the flag tutti_cuda_dialect_fix() rewrote).
+  if(CMAKE_CUDA_COMPILER_LOADED)
+    if("cuda_std_20" IN_LIST CMAKE_CUDA_COMPILE_FEATURES)
+      set_property(TARGET tutti::cuda APPEND PROPERTY INTERFACE_COMPILE_FEATURES cuda_std_20)
+    elseif(CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA")
+      set_property(TARGET tutti::cuda APPEND PROPERTY INTERFACE_COMPILE_OPTIONS
+                   "$<$<COMPILE_LANGUAGE:CUDA>:-std=c++20>")
+    endif()
+  endif()
 endif()
 
 # --- NCCL --------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 # cmake -DSOURCE_DIR=... -DBINARY_DIR=... -DGENERATOR=... -DCXX_COMPILER=... -DBUILD_TYPE=...
 #       -DRUN=<exe>[,<exe>...] -DEXPECTED_OUTPUT=<regex> [-DEXPECTED_BACKENDS=a,b]
 #       [-DPREFIX_PATH=... -DEXPECTED_TUTTI_DIR_PREFIX=...] [-DTUTTI_SOURCE_DIR=...]
+#       [-DCUDA_COMPILER=nvcc -DCUDA_ARCHITECTURES=80]
 #       -P consumer.cmake
 # Configures, builds and runs a consumer project from scratch, as a user of tutti would.
 
@@ -24,6 +25,10 @@ if(PREFIX_PATH)
 endif()
 if(TUTTI_SOURCE_DIR)
   list(APPEND configure_args "-DTUTTI_SOURCE_DIR=${TUTTI_SOURCE_DIR}")
+endif()
+if(CUDA_COMPILER)  # the consumer also builds its CUDA program (find_package/cuda_main.cu)
+  list(APPEND configure_args -DTUTTI_CONSUMER_CUDA=ON "-DCMAKE_CUDA_COMPILER=${CUDA_COMPILER}"
+       "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES}")
 endif()
 step("configure" "${CMAKE_COMMAND}" ${configure_args})
 
