@@ -222,8 +222,8 @@ TEST_CASE("nccl devices: local rank modulo the count, or TUTTI_NCCL_DEVICE") {
 TEST_CASE("nccl devices: the census says why there is none") {
   const auto census = nd::visible_devices();
   CHECK(census.count >= 0);
-  CHECK(census.why_none.empty() == (census.count > 0));
-  if (census.count == 0) CHECK(census.why_none.rfind("cudaGetDeviceCount: ", 0) == 0);
+  CHECK(census.reason.empty() == (census.count > 0));
+  if (census.count == 0) CHECK(census.reason.rfind("cudaGetDeviceCount", 0) == 0);
 }
 
 TEST_CASE("nccl options: TUTTI_NCCL_DEVICE and TUTTI_NCCL_CLOSE_TIMEOUT from the environment") {
@@ -249,7 +249,7 @@ TEST_CASE("nccl transport: a rank with no device to run on is refused before any
   if (census.count > 0) options.device = census.count;
   const auto what = message_of([&] { tutti::transport::nccl t(0, 1, store, "job/z", options); });
   CHECK(contains(what, "rank 0: transport::nccl: "));
-  if (census.count == 0) CHECK(contains(what, "no CUDA device to run on: " + census.why_none));
+  if (census.count == 0) CHECK(contains(what, "no CUDA device to run on: " + census.reason));
   else CHECK(contains(what, "but only " + std::to_string(census.count) + " CUDA device(s) are visible"));
   CHECK_THROWS_AS(tutti::transport::nccl(0, 1, store, "job/z", options), tutti::invalid_argument);
   CHECK_FALSE(store.check("job/z/unique_id"));  // refused before the bootstrap

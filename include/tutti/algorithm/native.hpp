@@ -17,6 +17,15 @@
 //! lacks: refused at run time with tutti::invalid_argument after the ranks agreed on the call, so
 //! every rank refuses alike. Collectives that reduce nothing move bytes and take any dtype.
 //!
+//! Lossy codecs (fp16, bf16, int8) on allreduce: tutti's owner schedule on the device, with the
+//! CUDA kernels between ncclSend/ncclRecv and ncclAllGather (algorithm/native_codecs.cuh): two
+//! quantisations per element whatever the world size, fp32 sums, identical bits on every rank, the
+//! CPU path's written bound. native_wire_sum (below) opts into NCCL summing in 16 bits instead. The
+//! kernels are compiled by nvcc only: a g++ translation unit that allreduces with a lossy codec over
+//! native is a compile-time error in one sentence (compile it with nvcc). Error-feedback codecs
+//! (topk, onebit) are refused at compile time. The other collectives move float32 as they are
+//! (only allreduce is compressed, as on the CPU path: docs/compression.md).
+//!
 //! Only over transport::nccl: over any other transport it is a compile-time error in one sentence.
 #pragma once
 #include <cuda_runtime_api.h>
@@ -31,6 +40,9 @@
 #include <utility>
 #include <vector>
 
+#include "tutti/algorithm/compressed.hpp"
+#include "tutti/codec/concepts.hpp"
+#include "tutti/codec/float16.hpp"
 #include "tutti/core/collective.hpp"
 #include "tutti/core/dtype.hpp"
 #include "tutti/core/error.hpp"
@@ -38,6 +50,9 @@
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/nccl/transport.hpp"
 #include "tutti/transport/nccl/types.hpp"
+#if defined(__CUDACC__)
+#include "tutti/algorithm/native_codecs.cuh"
+#endif
 
 namespace tutti::algorithm {
 
@@ -53,6 +68,35 @@ constexpr bool over_nccl() {
   return std::is_same_v<Transport, transport::nccl>;
 }
 
+//! The lossy codecs native carries, each refusal one sentence (instantiated only with a lossy codec).
+template <class Codec>
+constexpr bool carried_codec() {
+  static_assert(!feedback_codec_policy<Codec>,
+                "tutti::algorithm::native does not carry error-feedback codecs (topk, onebit) over NCCL; use "
+                "codec::fp16, codec::bf16, codec::int8 or codec::none with it");
+  return !feedback_codec_policy<Codec>;
+}
+
+//! False, but only once instantiated: the nvcc refusal below fires where a lossy allreduce is used.
+template <class Codec>
+inline constexpr bool compiled_by_nvcc =
+#if defined(__CUDACC__)
+    true;
+#else
+    sizeof(Codec) == 0;
+#endif
+
+template <class Codec>
+constexpr bool compiled_for_kernels() {
+  static_assert(compiled_by_nvcc<Codec> || feedback_codec_policy<Codec>,  // that one has its own sentence
+                "tutti::algorithm::native runs lossy codecs (fp16, bf16, int8) with CUDA kernels: compile this "
+                "translation unit with nvcc (-std=c++20 --expt-relaxed-constexpr), or use codec::none");
+  return compiled_by_nvcc<Codec>;
+}
+
+//! What the lossy allreduce runs: native's owner schedule, or native_wire_sum's 16-bit NCCL sum.
+enum class lossy_schedule { owner, wire_sum };
+
 }  // namespace native_detail
 
 struct native {
@@ -60,6 +104,8 @@ struct native {
   static constexpr std::string_view name = "native";
   //! Its buffers may be device memory: the communicator accepts it over transport::nccl.
   static constexpr bool handles_device_memory = true;
+  //! Lossy codecs' allreduce: the owner schedule on the device (see the top of this file).
+  static constexpr bool carries_lossy_codecs = true;
   //! Arguments are checked in the algorithm (see the top of this file).
   template <class Transport>
   static constexpr bool checks_arguments = std::is_same_v<Transport, transport::nccl>;
@@ -94,7 +140,9 @@ struct native {
 
   template <class Ctx>
   static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
-    if constexpr (native_detail::over_nccl<typename Ctx::transport_type>()) {
+    if constexpr (!Ctx::lossless) {
+      lossy_allreduce<native_detail::lossy_schedule::owner>(c, in, out, count, t, o);
+    } else if constexpr (native_detail::over_nccl<typename Ctx::transport_type>()) {
       const auto [type, redop] = reduction(c, "allreduce", t, o);
       if (count == 0) return;
       const int r = c.rank();
@@ -207,6 +255,32 @@ struct native {
     }
   }
 
+ protected:
+  //! A lossy codec's allreduce: the ranks agree, the codec's arguments are checked (every rank
+  //! refuses alike), then the schedule runs on the device (algorithm/native_codecs.cuh). A world of
+  //! one runs it too: a job's numbers do not depend on whether it ran alone.
+  template <native_detail::lossy_schedule Schedule, class Ctx>
+  static void lossy_allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
+    using codec_type = typename Ctx::codec_type;
+    if constexpr (native_detail::over_nccl<typename Ctx::transport_type>() &&
+                  native_detail::carried_codec<codec_type>() && native_detail::compiled_for_kernels<codec_type>()) {
+#if defined(__CUDACC__)
+      agree(c);
+      check_lossy_arguments(c, t, o);
+      if (count == 0) return;
+      const float scale = o == op::avg ? 1.0f / static_cast<float>(c.size()) : 1.0f;
+      const auto* src = static_cast<const float*>(in);
+      auto* dst = static_cast<float*>(out);
+      if constexpr (Schedule == native_detail::lossy_schedule::owner)
+        native_codecs::owner_allreduce<codec_type>(c, src, dst, count, scale);
+      else
+        native_codecs::wire_sum_allreduce<codec_type>(c, src, dst, count, scale);
+#else
+      (void)c, (void)in, (void)out, (void)count, (void)t, (void)o;
+#endif
+    }
+  }
+
  private:
   //! After the ranks agreed (so every rank refuses alike): NCCL's dtype and op, or
   //! invalid_argument naming rank, collective, dtype and op.
@@ -218,6 +292,33 @@ struct native {
       throw invalid_argument(c.where() + "algorithm::native " + collective_name + " with dtype " +
                              std::string(name_of(t)) + ", op " + std::string(name_of(o)) + ": " + refusal);
     return {*transport::nccl_detail::nccl_type_of(t), *transport::nccl_detail::nccl_op_of(o)};
+  }
+};
+
+//! algorithm::native, except that allreduce with codec::fp16 or codec::bf16 is pack -> ncclAllReduce
+//! in 16 bits -> unpack: one NCCL call (its rings, trees, NVLS) instead of the owner schedule's
+//! send/receive group and all-gather, but NCCL sums in the wire format, so the error grows with the
+//! world size (up to n - 1 roundings of partial sums; testing/wire_sum_bound.hpp writes the bound)
+//! and ranks are not promised identical bits. A separate type, not a flag: the looser bound is then
+//! part of the communicator's type, visible where it is declared and the same on every rank, and
+//! int8 (whose per-block scales NCCL cannot add) is refused at compile time. Every other
+//! collective, and codec::none, is native's.
+struct native_wire_sum : native {
+  static constexpr std::string_view name = "native_wire_sum";
+
+  template <class Ctx>
+  static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
+    if constexpr (Ctx::lossless) {
+      native::allreduce(c, in, out, count, t, o);
+    } else {
+      using codec_type = typename Ctx::codec_type;
+      constexpr bool carried = std::is_same_v<codec_type, codec::fp16> || std::is_same_v<codec_type, codec::bf16> ||
+                               feedback_codec_policy<codec_type>;  // that one is refused in one sentence below
+      static_assert(carried,
+                    "tutti::algorithm::native_wire_sum sums 16-bit floats in NCCL: it carries codec::fp16 and "
+                    "codec::bf16 only (int8's per-block scales cannot be added by NCCL; use algorithm::native)");
+      if constexpr (carried) lossy_allreduce<native_detail::lossy_schedule::wire_sum>(c, in, out, count, t, o);
+    }
   }
 };
 

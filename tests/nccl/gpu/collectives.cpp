@@ -283,7 +283,7 @@ TEST_CASE("native: ranks that disagree on the count get the same mismatch, throu
 int main(int argc, char** argv) {
   const auto census = tutti::transport::nccl_detail::visible_devices();
   if (census.count == 0) {
-    std::printf("SKIP: %s\n", census.why_none.c_str());
+    std::printf("SKIP: %s\n", census.reason.c_str());
     return 77;  // CTest's SKIP_RETURN_CODE for this test
   }
   std::printf("nccl.gpu_collectives: %d GPU(s), one rank each\n", census.count);

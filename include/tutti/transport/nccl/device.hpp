@@ -5,33 +5,21 @@
 #include <string>
 
 #include "tutti/core/error.hpp"
+#include "tutti/cuda/device.hpp"
 
 namespace tutti::transport::nccl_detail {
 
-//! The number of visible CUDA devices and, when there are none, why (cudaGetDeviceCount's error:
-//! on a machine without a driver it fails and leaves the count untouched, hence the 0 first).
-struct device_census {
-  int count = 0;
-  std::string why_none;  //!< empty when count > 0
-};
+//! The visible devices and, when there are none, why: tutti::cuda::device_count() (cuda/device.hpp),
+//! which initialises the count cudaGetDeviceCount leaves untouched when it fails.
+using device_census = cuda::device_count_result;
 
-[[nodiscard]] inline device_census visible_devices() {
-  device_census c;
-  const cudaError_t e = cudaGetDeviceCount(&c.count);
-  if (e != cudaSuccess) {
-    c.count = 0;
-    c.why_none = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
-  } else if (c.count == 0) {
-    c.why_none = "cudaGetDeviceCount: no CUDA device is visible (CUDA_VISIBLE_DEVICES?)";
-  }
-  return c;
-}
+[[nodiscard]] inline device_census visible_devices() { return cuda::device_count(); }
 
 //! The device for a rank: `requested` when it is >= 0 (TUTTI_NCCL_DEVICE), else local_rank modulo
 //! the count. Throws invalid_argument naming the rank when there is no such device.
 [[nodiscard]] inline int choose_device(int rank, int requested, int local_rank, const device_census& devices) {
   const std::string where = "rank " + std::to_string(rank) + ": transport::nccl: ";
-  if (devices.count <= 0) throw invalid_argument(where + "no CUDA device to run on: " + devices.why_none);
+  if (devices.count <= 0) throw invalid_argument(where + "no CUDA device to run on: " + devices.reason);
   if (requested >= devices.count)
     throw invalid_argument(where + "TUTTI_NCCL_DEVICE=" + std::to_string(requested) + " but only " +
                            std::to_string(devices.count) + " CUDA device(s) are visible");

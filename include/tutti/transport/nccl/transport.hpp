@@ -259,6 +259,40 @@ class nccl {
     wait_for_group(post_groups(ops, what, until), what, until, -1);
   }
 
+  // ---- stream-ordered steps that do not wait (native's codec schedules) --------------------------
+  //! A schedule of several steps (kernels, NCCL calls, kernels) on the stream waits once, at its
+  //! end (finish_on_stream): the steps below only enqueue. Between two of them the host waits for
+  //! NCCL to have *enqueued* its work (settle: a non-blocking communicator may still be doing so
+  //! when a call returns), never for the device to have run it.
+
+  //! Runs `fn(comm, stream)` (CUDA and NCCL calls on the stream, checked by the caller), then
+  //! settles; does not wait for the stream.
+  template <class F>
+  void enqueue(std::string_view what, deadline until, F&& fn) {
+    usable(what);
+    nccl_detail::device_guard on(device_);
+    flush(until);
+    guarded([&] { fn(comm_, stream_); });
+    settle(what, until);
+  }
+
+  //! Posts `ops` as group calls (split below NCCL's limit) on the stream; does not wait for them.
+  void post(std::span<const p2p_op> ops, std::string_view what, deadline until) {
+    usable(what);
+    nccl_detail::device_guard on(device_);
+    flush(until);
+    if (!ops.empty()) post_groups(ops, what, until);
+  }
+
+  //! Waits until the stream has run everything enqueued so far (asynchronous-error polling; the
+  //! deadline aborts): the one wait of a schedule made of enqueue() and post() steps.
+  void finish_on_stream(std::string_view what, deadline until) {
+    usable(what);
+    nccl_detail::device_guard on(device_);
+    flush(until);
+    wait_for_group(record(what), what, until, -1);
+  }
+
   //! Device scratch (cudaMalloc, grow-only, kept until the transport goes); and pinned host
   //! scratch for what a collective reads back. Only between collectives: the stream must not be
   //! using the previous allocation (native's collectives wait before they return).
