@@ -98,6 +98,18 @@ inline std::string codec_description(codec_kind c) {
   return "?";
 }
 
+//! The three lines naming the columns, shared by every program that prints the table (tutti-bench,
+//! tutti-cuda-native-bench), so their output parses alike. `membw`: with the %membw column (-M 1).
+inline void print_column_header(bool membw) {
+  std::printf("#                                                       out-of-place                       in-place%s\n",
+              membw ? "" : "");
+  std::printf("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong%s\n",
+              membw ? "  %membw" : "");
+  std::printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       %s\n",
+              membw ? "        " : "");
+  std::fflush(stdout);
+}
+
 inline void print_header(const options& o, const header_info& h) {
   const unsigned cpus = std::thread::hardware_concurrency();
   std::printf("# tutti-bench: tutti %s, collective %s, transport %s (ranks are %s), algorithm %s, codec %s\n",
@@ -125,13 +137,7 @@ inline void print_header(const options& o, const header_info& h) {
     std::printf("# memory bandwidth (memcpy, 1 thread): %.2f GB/s (bytes read + written, 256 MiB, best of 5)\n",
                 h.membw_gbs);
   std::printf("#\n");
-  std::printf("#                                                       out-of-place                       in-place%s\n",
-              o.membw ? "" : "");
-  std::printf("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong%s\n",
-              o.membw ? "  %membw" : "");
-  std::printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       %s\n",
-              o.membw ? "        " : "");
-  std::fflush(stdout);
+  print_column_header(o.membw);
 }
 
 //! One row's figures over all ranks.
