@@ -119,6 +119,63 @@ TEST_CASE("group_splitter: random runs keep the rules, and reuse leaves no state
   }
 }
 
+namespace {
+
+//! Whether every rank gets through its groups when each posts alltoall's mirrored run ([recv p,
+//! send p] for p = r, r+1, ...) split at `limit`: on the stream a rank's group starts once its
+//! previous group has completed, and completes once every partner has started the group that
+//! holds the matching operation (a group completes only when all its operations have).
+bool mirrored_alltoall_completes(int n, std::size_t limit) {
+  group_splitter s;
+  std::vector<std::vector<std::size_t>> group_of(static_cast<std::size_t>(n));  // [rank][op index]
+  for (int r = 0; r < n; ++r) {
+    std::vector<p2p_op> ops;
+    for (int k = 0; k < n; ++k) {
+      ops.push_back(recv((r + k) % n));
+      ops.push_back(send((r + k) % n));
+    }
+    const auto& groups = s.split(ops, n, limit);
+    for (std::size_t g = 0; g < groups.size(); ++g)
+      for (std::size_t i = 0; i < groups[g].count; ++i) group_of[static_cast<std::size_t>(r)].push_back(g);
+  }
+  // Rank r's operation with peer p is at 2 * ((p - r) mod n) + is_send.
+  const auto group = [&](int r, int p, bool is_send) {
+    return group_of[static_cast<std::size_t>(r)][2 * static_cast<std::size_t>((p - r + n) % n) + (is_send ? 1 : 0)];
+  };
+  std::vector<std::size_t> done(static_cast<std::size_t>(n), 0);  // groups completed per rank
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int r = 0; r < n; ++r) {
+      const std::size_t g = done[static_cast<std::size_t>(r)];
+      if (g > group_of[static_cast<std::size_t>(r)].back()) continue;
+      bool ready = true;
+      for (int p = 0; p < n && ready; ++p)
+        for (const bool is_send : {false, true})
+          if (group(r, p, is_send) == g && group(p, r, !is_send) > done[static_cast<std::size_t>(p)]) ready = false;
+      if (ready) {
+        ++done[static_cast<std::size_t>(r)];
+        progress = true;
+      }
+    }
+  }
+  for (int r = 0; r < n; ++r)
+    if (done[static_cast<std::size_t>(r)] <= group_of[static_cast<std::size_t>(r)].back()) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("group_splitter: a local cut of mirrored runs waits in a cycle, one group per run does not") {
+  // Six ranks cut at 6 operations (3 peers) is 1025 ranks cut at 2048 in small: rank a's first
+  // group holds b when b - a < 3 (mod 6), b's holds a only when a - b < 3, so 0 waits for 1,
+  // 1 for 2, ..., 5 for 0. Hence transport::nccl posts a run as one group (post_groups).
+  CHECK_FALSE(mirrored_alltoall_completes(6, 6));
+  CHECK_FALSE(mirrored_alltoall_completes(9, 10));
+  CHECK(mirrored_alltoall_completes(6, 12));  // the run's length: what the transport passes
+  CHECK(mirrored_alltoall_completes(9, 18));
+  CHECK(mirrored_alltoall_completes(3, 6));   // within the limit: one group anyway
+}
+
 #else
 TEST_CASE("group_splitter: not built (NCCL not found: tutti::nccl missing)") {}
 #endif

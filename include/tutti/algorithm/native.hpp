@@ -2,8 +2,8 @@
 //!
 //! allreduce, reduce_scatter, allgather, broadcast and reduce are ncclAllReduce, ncclReduceScatter,
 //! ncclAllGather, ncclBroadcast and ncclReduce on the transport's stream; alltoall is one group of
-//! ncclSend/ncclRecv (split beyond NCCL's per-group limit); barrier is a one-element allreduce on a
-//! device scratch word. Each waits for its stream work (deadline and asynchronous-error polling in
+//! ncclSend/ncclRecv (never cut: transport::nccl's post_groups says why); barrier is a one-element
+//! allreduce on a device scratch word. Each waits for its stream work (deadline and asynchronous-error polling in
 //! transport::nccl) before it returns, so the blocking API's contract holds: when a call returns,
 //! the output is in device memory and the inputs may be reused.
 //!
@@ -229,7 +229,7 @@ struct native {
       }
       std::vector<transport::nccl::p2p_op> ops;
       ops.reserve(2 * static_cast<std::size_t>(n));
-      for (int k = 0; k < n; ++k) {  // [recv p, send p] per peer: the group splitter's balanced pairs
+      for (int k = 0; k < n; ++k) {  // [recv p, send p] per peer, in one group
         const int p = (r + k) % n;
         const std::size_t at = static_cast<std::size_t>(p) * block;
         ops.push_back({false, p, dst + at, block});

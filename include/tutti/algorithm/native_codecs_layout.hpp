@@ -109,9 +109,9 @@ struct message {
 //! Phase 1 of rank `rank`: to every other rank p, the encoding of segment p (from slot p of
 //! outgoing); from every other rank p, its encoding of this rank's segment (into slot p of
 //! contributions). Empty segments move nothing. Per peer p = r+1, r+2, ...: [receive from p, send to
-//! p], the mirrored pairs native's alltoall posts, which the group splitter keeps together when a
-//! run exceeds NCCL's per-group limit (worlds above 1024). Sizes match pairwise: rank a's send to b
-//! and b's receive from a are both wire(segment b); a peer with an empty segment is sent nothing.
+//! p], the mirrored pairs native's alltoall posts, in one group at any world size. Sizes match
+//! pairwise: rank a's send to b and b's receive from a are both wire(segment b); a peer with an
+//! empty segment is sent nothing.
 template <class Wire>
 [[nodiscard]] std::vector<message> phase1_messages(const owner_layout& l, int rank, Wire&& wire) {
   std::vector<message> m;

@@ -5,14 +5,20 @@
 //! If this limit is exceeded, then a warning message will be emitted and the NCCL operation will
 //! return a failure code": NCCL user guide, api/group.html, 2.9.8 to 2.11.4; the constant is
 //! NCCL_MAX_OPS = 2048 in NCCL's src/include/device.h, still so in the 2.28 sources). Later guides
-//! dropped the sentence; staying below it costs nothing.
+//! dropped the sentence, and NCCL 2.28 takes any number (NCCL_MAX_OPS only sizes pools there).
+//!
+//! transport::nccl therefore never cuts (it passes the run's length as the limit): a cut is each
+//! rank's own, and the balanced cut below does not keep a pair in the same group on both sides
+//! (rank a's group 1 may hold its pair with b while b's group 1 does not), so mirrored runs over
+//! more than limit / 2 peers wait in a cycle (group_test.cpp simulates it). The splitter stays for
+//! its tests and for an NCCL that would enforce a limit again.
 //!
 //! Where the cut falls matters. Groups run one after another on the stream, so a receive in this
 //! rank's first group whose matching send the peer put in its second group, behind a receive that
 //! waits for our second group, deadlocks. Ranks exchanging with each other post mirrored runs
 //! ([recv p, send p] on both sides); cutting only where every peer has as many sends as receives
-//! behind it keeps each such pair in one group on both sides. Only when no such point exists
-//! within the limit is a run cut at the limit itself.
+//! behind it keeps each such pair together on each side, though not in the same group number on
+//! both (above). Only when no such point exists within the limit is a run cut at the limit itself.
 #pragma once
 #include <algorithm>
 #include <cstddef>

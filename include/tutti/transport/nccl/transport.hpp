@@ -10,7 +10,7 @@
 //! Point to point: send/recv only queue; the queue is flushed as ncclGroupStart / ncclSend... /
 //! ncclRecv... / ncclGroupEnd on the transport's stream when a request is tested or waited, so a
 //! send and a receive to the same peer posted back to back run in one group and never deadlock.
-//! Runs longer than NCCL's per-group limit are cut (group.hpp). A CUDA event recorded after each
+//! A run is never cut into several groups (see post_groups). A CUDA event recorded after each
 //! group says when it is done; groups run in stream order, so one number (the last group known
 //! complete) answers every request. NCCL matches sends and receives per pair of ranks in posting
 //! order and carries no tag: ranks must post, per peer, in the same order (tutti's algorithms do),
@@ -30,6 +30,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -250,7 +251,7 @@ class nccl {
   }
 
   //! Posts `ops` (device buffers) as group calls after whatever is queued, and waits for them all:
-  //! alltoall's one group (several beyond NCCL's per-group limit).
+  //! alltoall's one group.
   void exchange(std::span<const p2p_op> ops, std::string_view what, deadline until) {
     usable(what);
     nccl_detail::device_guard on(device_);
@@ -276,7 +277,7 @@ class nccl {
     settle(what, until);
   }
 
-  //! Posts `ops` as group calls (split below NCCL's limit) on the stream; does not wait for them.
+  //! Posts `ops` as one group call on the stream; does not wait for it.
   void post(std::span<const p2p_op> ops, std::string_view what, deadline until) {
     usable(what);
     nccl_detail::device_guard on(device_);
@@ -380,10 +381,15 @@ class nccl {
     queue_.clear();
   }
 
-  //! Posts ops as group calls (split below NCCL's limit), each settled and followed by an event;
-  //! returns the sequence number of the last.
+  //! Posts ops as one group call, settled and followed by an event; returns its sequence number.
   std::uint64_t post_groups(std::span<const p2p_op> ops, std::string_view what, deadline until) {
-    last_split_ = splitter_.split(ops, world_);
+    // One group for the whole run. NCCL 2.28 takes any number of sends and receives in a group
+    // (p2pTaskAppend queues them per peer; NCCL_MAX_OPS only sizes pools) and cuts them into
+    // kernels itself, in an order every rank shares. A cut made here is each rank's own: a mirrored
+    // pair can fall in group 1 on one side and group 2 on the other, and since a group completes
+    // only when all its operations do, alltoall over more than 1024 ranks cut at 2048 operations
+    // waits in a cycle until the deadline (group_test.cpp simulates it).
+    last_split_ = splitter_.split(ops, world_, std::max<std::size_t>(ops.size(), 1));
     std::uint64_t last = 0;
     for (const auto& g : last_split_) {
       guarded([&] {
