@@ -175,8 +175,12 @@ class shm {
     if (!r.op) return true;
     progress();
     if (r.op->status == op_pending) {
-      if (peer_gone(r.op->peer)) lost(r);
-      return false;
+      if (!peer_gone(r.op->peer)) return false;
+      // A peer may send its last message and exit between the progress() above and the liveness
+      // check: what it sent is still in our rings, so look once more before calling it lost (as
+      // wait() does). Without this a peer that finished first failed a slower rank's last receive.
+      progress();
+      if (r.op->status == op_pending) lost(r);
     }
     finish(r);
     return true;
