@@ -1,7 +1,7 @@
 //! @file native_allreduce_bench.cpp  tutti-cuda-native-bench: communicator<transport::nccl, algorithm::native>
 //! allreduce over device buffers, in nccl-tests' table, so its busbw reads beside all_reduce_perf's.
 //!
-//! One thread per visible GPU, meeting in an inproc_store (as tests/nccl/gpu/collectives.cpp does);
+//! One thread per visible GPU, meeting in an inproc_store (tutti/testing/gpu_ranks.hpp, as the GPU tests);
 //! float sum, out of place then in place, sizes -b, -b*f, ... up to -e (default 8 B to 256 MiB).
 //! Time is what nccl-tests' default prints: each rank's *mean* time per collective over -n
 //! iterations (host clock around the loop; every call returns only after its stream ran it), then
@@ -36,9 +36,10 @@
 #include <vector>
 
 #include <tutti/algorithm/native.hpp>
-#include <tutti/bootstrap/inproc_store.hpp>
 #include <tutti/communicator.hpp>
+#include <tutti/cuda/check.hpp>
 #include <tutti/cuda/device.hpp>
+#include <tutti/testing/gpu_ranks.hpp>
 #include <tutti/transport/nccl.hpp>
 
 #include "../support/heap_allocations.hpp"
@@ -49,16 +50,12 @@ namespace {
 
 using comm_t = tutti::communicator<tutti::transport::nccl, tutti::algorithm::native>;
 
-void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
-}
-
 //! cudaMalloc'd floats for the whole sweep: allocated once, so no row measures an allocation.
 struct device_floats {
   float* p = nullptr;
   explicit device_floats(std::size_t count) {
     void* v = nullptr;
-    cuda_check(cudaMalloc(&v, std::max<std::size_t>(count, 1) * sizeof(float)), "cudaMalloc");
+    TUTTI_CUDA_CHECK(cudaMalloc(&v, std::max<std::size_t>(count, 1) * sizeof(float)));
     p = static_cast<float*>(v);
   }
   ~device_floats() { cudaFree(p); }
@@ -138,8 +135,8 @@ class rank_sweep {
     for (std::size_t i = 0; i < max_count_; ++i) input_[i] = static_cast<float>((static_cast<std::size_t>(r_) + i) % 7);
     for (std::size_t k = 0; k < 7; ++k)
       for (int p = 0; p < n_; ++p) expected_[k] += static_cast<float>((static_cast<std::size_t>(p) + k) % 7);
-    cuda_check(cudaMemcpy(send_.p, input_.data(), max_count_ * sizeof(float), cudaMemcpyHostToDevice), "upload");
-    cuda_check(cudaMemcpy(recv_.p, input_.data(), max_count_ * sizeof(float), cudaMemcpyHostToDevice), "upload");
+    TUTTI_CUDA_CHECK(cudaMemcpy(send_.p, input_.data(), max_count_ * sizeof(float), cudaMemcpyHostToDevice));
+    TUTTI_CUDA_CHECK(cudaMemcpy(recv_.p, input_.data(), max_count_ * sizeof(float), cudaMemcpyHostToDevice));
   }
 
   //! Runs every row; on rank 0 appends each to `rows` (bytes, count, out of place, in place).
@@ -198,11 +195,11 @@ class rank_sweep {
   //! output with NaN (0xFF bytes), runs once and counts the elements that are not the exact sum.
   std::size_t checked_call(std::size_t count, bool in_place) {
     const std::size_t bytes = count * sizeof(float);
-    cuda_check(cudaMemcpy(in_place ? recv_.p : send_.p, input_.data(), bytes, cudaMemcpyHostToDevice), "upload");
-    if (!in_place) cuda_check(cudaMemset(recv_.p, 0xFF, bytes), "cudaMemset");
-    cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // the transport's stream does not wait for these
+    TUTTI_CUDA_CHECK(cudaMemcpy(in_place ? recv_.p : send_.p, input_.data(), bytes, cudaMemcpyHostToDevice));
+    if (!in_place) TUTTI_CUDA_CHECK(cudaMemset(recv_.p, 0xFF, bytes));
+    TUTTI_CUDA_CHECK(cudaDeviceSynchronize());  // the transport's stream does not wait for these
     call(count, in_place);
-    cuda_check(cudaMemcpy(got_.data(), recv_.p, bytes, cudaMemcpyDeviceToHost), "download");
+    TUTTI_CUDA_CHECK(cudaMemcpy(got_.data(), recv_.p, bytes, cudaMemcpyDeviceToHost));
     std::size_t wrong = 0;
     for (std::size_t i = 0; i < count; ++i) wrong += got_[i] == expected_[i % 7] ? 0 : 1;
     return wrong;
@@ -312,32 +309,20 @@ int main(int argc, char** argv) {
   const std::vector<std::size_t> sizes = bench::sizes_of(o.table);
   print_header(o, world, gpus);
 
-  tutti::bootstrap::inproc_store store;
   std::vector<figures> shared(static_cast<std::size_t>(world));
   std::barrier<> sync(world);
-  std::vector<std::string> errors(static_cast<std::size_t>(world));
   std::vector<bench::summary> sums(static_cast<std::size_t>(world));
   std::vector<std::array<double, 8>> rows;
   rows.reserve(sizes.size());
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < world; ++r)
-    ranks.emplace_back([&, r] {
-      const auto ur = static_cast<std::size_t>(r);
-      try {
-        cuda_check(cudaSetDevice(r), "cudaSetDevice");
-        auto options = tutti::transport::nccl_options::from_env();
-        options.device = r;
-        comm_t comm(std::make_unique<tutti::transport::nccl>(r, world, store, "native-bench", options));
+  const auto errors = tutti::testing::run_gpu_ranks<comm_t>(
+      world, "native-bench",
+      [&](comm_t& comm, int r) {
         rank_sweep sweep(comm, r, o, shared, sync);
-        sweep.run(sizes, sums[ur], rows);
-      } catch (const std::exception& e) {
-        errors[ur] = e.what();
-        // Leave the rendezvous so the others are not held at it; their next collective then
-        // fails (NCCL's error or TUTTI_TIMEOUT) and they leave too.
-        sync.arrive_and_drop();
-      }
-    });
-  for (auto& t : ranks) t.join();
+        sweep.run(sizes, sums[static_cast<std::size_t>(r)], rows);
+      },
+      // Leave the rendezvous so the others are not held at it; their next collective then fails
+      // (NCCL's error or TUTTI_TIMEOUT) and they leave too.
+      [&](int) { sync.arrive_and_drop(); });
 
   bool failed = false;
   for (int r = 0; r < world; ++r)

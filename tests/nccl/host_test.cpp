@@ -205,14 +205,14 @@ TEST_CASE("nccl bootstrap: a key holding something else is refused") {
 
 // ---- devices ------------------------------------------------------------------------------------------
 TEST_CASE("nccl devices: local rank modulo the count, or TUTTI_NCCL_DEVICE") {
-  const nd::device_census four{4, ""};
+  const tutti::cuda::device_count_result four{4, ""};
   CHECK(nd::choose_device(0, -1, 0, four) == 0);
   CHECK(nd::choose_device(7, -1, 5, four) == 1);
   CHECK(nd::choose_device(7, 2, 5, four) == 2);
   CHECK_THROWS_WITH_AS((void)nd::choose_device(3, 4, 0, four),
                        "rank 3: transport::nccl: TUTTI_NCCL_DEVICE=4 but only 4 CUDA device(s) are visible",
                        tutti::invalid_argument);
-  const nd::device_census none{0, "cudaGetDeviceCount: cudaErrorNoDevice (no CUDA-capable device is detected)"};
+  const tutti::cuda::device_count_result none{0, "cudaGetDeviceCount: cudaErrorNoDevice (no CUDA-capable device is detected)"};
   CHECK_THROWS_WITH_AS((void)nd::choose_device(1, -1, 0, none),
                        "rank 1: transport::nccl: no CUDA device to run on: cudaGetDeviceCount: cudaErrorNoDevice "
                        "(no CUDA-capable device is detected)",
@@ -220,7 +220,7 @@ TEST_CASE("nccl devices: local rank modulo the count, or TUTTI_NCCL_DEVICE") {
 }
 
 TEST_CASE("nccl devices: the census says why there is none") {
-  const auto census = nd::visible_devices();
+  const auto census = tutti::cuda::device_count();
   CHECK(census.count >= 0);
   CHECK(census.reason.empty() == (census.count > 0));
   if (census.count == 0) CHECK(census.reason.rfind("cudaGetDeviceCount", 0) == 0);
@@ -242,7 +242,7 @@ TEST_CASE("nccl options: TUTTI_NCCL_DEVICE and TUTTI_NCCL_CLOSE_TIMEOUT from the
 
 TEST_CASE("nccl transport: a rank with no device to run on is refused before any NCCL call, saying why") {
   inproc_store store;
-  const auto census = nd::visible_devices();
+  const auto census = tutti::cuda::device_count();
   tutti::transport::nccl_options options;
   options.timeout = 2s;
   // Without a GPU: the census's reason. With GPUs: a device past the last one, refused the same way.

@@ -17,16 +17,16 @@
 #include <exception>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <tutti/algorithm/native.hpp>
-#include <tutti/bootstrap/inproc_store.hpp>
 #include <tutti/codec/float16.hpp>
 #include <tutti/codec/int8.hpp>
 #include <tutti/communicator.hpp>
+#include <tutti/cuda/check.hpp>
 #include <tutti/cuda/device.hpp>
 #include <tutti/testing/compressed_conformance.hpp>
+#include <tutti/testing/gpu_ranks.hpp>
 #include <tutti/transport/nccl.hpp>
 
 #include "../native_codecs_reference.hpp"
@@ -43,13 +43,9 @@ void fail(const std::string& what) {
   if (++failures <= 30) std::printf("FAIL: %s\n", what.c_str());
 }
 
-void cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
 struct device_floats {
   float* p = nullptr;
-  explicit device_floats(std::size_t n) { cuda(cudaMalloc(&p, (n ? n : 1) * sizeof(float)), "cudaMalloc"); }
+  explicit device_floats(std::size_t n) { TUTTI_CUDA_CHECK(cudaMalloc(&p, (n ? n : 1) * sizeof(float))); }
   ~device_floats() { cudaFree(p); }
   device_floats(const device_floats&) = delete;
   device_floats& operator=(const device_floats&) = delete;
@@ -62,7 +58,6 @@ template <class Algorithm, class Codec>
 void run_suite(int world, const char* label, bool owner_schedule, tutti::testing::sum16_rounding r16) {
   using comm_t = tutti::communicator<tutti::transport::nccl, Algorithm, Codec>;
   static std::atomic<int> job{0};
-  tutti::bootstrap::inproc_store store;
   const std::string prefix = std::string("gpu-codecs/") + label + "/" + std::to_string(job++);
   // Every rank's inputs, on the host, for the references (gradient_value(r, i), as the CPU suite).
   std::vector<std::vector<float>> x(static_cast<std::size_t>(world));
@@ -81,40 +76,32 @@ void run_suite(int world, const char* label, bool owner_schedule, tutti::testing
       for (bool in_place : {false, true}) cases.push_back({count, o, in_place});
   // results[case][rank]: compared across ranks after all ranks finish.
   std::vector<std::vector<std::vector<float>>> results(cases.size(), std::vector<std::vector<float>>(static_cast<std::size_t>(world)));
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < world; ++r)
-    ranks.emplace_back([&, r] {
-      try {
-        cuda(cudaSetDevice(r), "cudaSetDevice");
-        auto options = tutti::transport::nccl_options::from_env();
-        options.device = r;
-        comm_t comm(std::make_unique<tutti::transport::nccl>(r, world, store, prefix, options));
-        for (std::size_t k = 0; k < cases.size(); ++k) {
-          const auto& c = cases[k];
-          const std::vector<float>& mine = x[static_cast<std::size_t>(r)];
-          device_floats in(c.count), out(c.count);
-          cuda(cudaMemcpy(in.p, mine.data(), c.count * sizeof(float), cudaMemcpyHostToDevice), "upload");
-          if (c.in_place) {
-            comm.allreduce(tutti::tensor_view(in.p, c.count, tutti::dtype::f32), c.o);
-          } else {
-            cuda(cudaMemset(out.p, 0xCD, c.count * sizeof(float)), "cudaMemset");
-            comm.allreduce(tutti::const_tensor_view(in.p, c.count, tutti::dtype::f32),
-                           tutti::tensor_view(out.p, c.count, tutti::dtype::f32), c.o);
-            std::vector<float> after(c.count);
-            cuda(cudaMemcpy(after.data(), in.p, c.count * sizeof(float), cudaMemcpyDeviceToHost), "download");
-            if (std::memcmp(after.data(), mine.data(), c.count * sizeof(float)) != 0)
-              fail(std::string(label) + " rank " + std::to_string(r) + " count " + std::to_string(c.count) +
-                   ": the input of an out-of-place allreduce changed");
-          }
-          auto& got = results[k][static_cast<std::size_t>(r)];
-          got.resize(c.count);
-          cuda(cudaMemcpy(got.data(), c.in_place ? in.p : out.p, c.count * sizeof(float), cudaMemcpyDeviceToHost), "download");
-        }
-      } catch (const std::exception& e) {
-        fail(std::string(label) + " rank " + std::to_string(r) + ": " + e.what());
+  const auto errors = tutti::testing::run_gpu_ranks<comm_t>(world, prefix, [&](comm_t& comm, int r) {
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+      const auto& c = cases[k];
+      const std::vector<float>& mine = x[static_cast<std::size_t>(r)];
+      device_floats in(c.count), out(c.count);
+      TUTTI_CUDA_CHECK(cudaMemcpy(in.p, mine.data(), c.count * sizeof(float), cudaMemcpyHostToDevice));
+      if (c.in_place) {
+        comm.allreduce(tutti::tensor_view(in.p, c.count, tutti::dtype::f32), c.o);
+      } else {
+        TUTTI_CUDA_CHECK(cudaMemset(out.p, 0xCD, c.count * sizeof(float)));
+        comm.allreduce(tutti::const_tensor_view(in.p, c.count, tutti::dtype::f32),
+                       tutti::tensor_view(out.p, c.count, tutti::dtype::f32), c.o);
+        std::vector<float> after(c.count);
+        TUTTI_CUDA_CHECK(cudaMemcpy(after.data(), in.p, c.count * sizeof(float), cudaMemcpyDeviceToHost));
+        if (std::memcmp(after.data(), mine.data(), c.count * sizeof(float)) != 0)
+          fail(std::string(label) + " rank " + std::to_string(r) + " count " + std::to_string(c.count) +
+               ": the input of an out-of-place allreduce changed");
       }
-    });
-  for (auto& t : ranks) t.join();
+      auto& got = results[k][static_cast<std::size_t>(r)];
+      got.resize(c.count);
+      TUTTI_CUDA_CHECK(cudaMemcpy(got.data(), c.in_place ? in.p : out.p, c.count * sizeof(float), cudaMemcpyDeviceToHost));
+    }
+  });
+  for (int r = 0; r < world; ++r)
+    if (!errors[static_cast<std::size_t>(r)].empty())
+      fail(std::string(label) + " rank " + std::to_string(r) + ": " + errors[static_cast<std::size_t>(r)]);
 
   for (std::size_t k = 0; k < cases.size(); ++k) {
     const auto& c = cases[k];

@@ -22,8 +22,10 @@
 #include <vector>
 
 #include <tutti/algorithm/native.hpp>
-#include <tutti/bootstrap/inproc_store.hpp>
 #include <tutti/communicator.hpp>
+#include <tutti/cuda/check.hpp>
+#include <tutti/cuda/device.hpp>
+#include <tutti/testing/gpu_ranks.hpp>
 #include <tutti/testing/pattern.hpp>
 #include <tutti/transport/nccl.hpp>
 
@@ -40,30 +42,26 @@ using tutti::testing::expected_period;
 using tutti::testing::fill_pattern;
 using comm_t = tutti::communicator<tutti::transport::nccl, tutti::algorithm::native>;
 
-int gpus() { return tutti::transport::nccl_detail::visible_devices().count; }
-
-void cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
+int gpus() { return tutti::cuda::device_count().count; }
 
 //! Device memory for one test, zero-filled.
 struct device_buffer {
   void* p = nullptr;
   std::size_t bytes = 0;
   explicit device_buffer(std::size_t n) : bytes(n) {
-    cuda(cudaMalloc(&p, n ? n : 1), "cudaMalloc");
-    cuda(cudaMemset(p, 0, n ? n : 1), "cudaMemset");
+    TUTTI_CUDA_CHECK(cudaMalloc(&p, n ? n : 1));
+    TUTTI_CUDA_CHECK(cudaMemset(p, 0, n ? n : 1));
   }
   ~device_buffer() { cudaFree(p); }
   device_buffer(const device_buffer&) = delete;
   device_buffer& operator=(const device_buffer&) = delete;
   std::byte* at(std::size_t offset) const { return static_cast<std::byte*>(p) + offset; }
   void upload(const std::vector<unsigned char>& h, std::size_t offset = 0) {
-    cuda(cudaMemcpy(at(offset), h.data(), h.size(), cudaMemcpyHostToDevice), "upload");
+    TUTTI_CUDA_CHECK(cudaMemcpy(at(offset), h.data(), h.size(), cudaMemcpyHostToDevice));
   }
   std::vector<unsigned char> download(std::size_t offset, std::size_t n) const {
     std::vector<unsigned char> h(n);
-    cuda(cudaMemcpy(h.data(), at(offset), n, cudaMemcpyDeviceToHost), "download");
+    TUTTI_CUDA_CHECK(cudaMemcpy(h.data(), at(offset), n, cudaMemcpyDeviceToHost));
     return h;
   }
 };
@@ -77,25 +75,7 @@ std::vector<unsigned char> pattern(dtype t, int r, std::size_t count, op o, std:
 //! Runs fn(comm, rank) on one thread per GPU; returns every rank's failure text ("" for none).
 std::vector<std::string> run(const std::function<void(comm_t&, int)>& fn) {
   static std::atomic<int> job{0};
-  const int world = gpus();
-  const std::string prefix = "gpu-test/" + std::to_string(job++);
-  tutti::bootstrap::inproc_store store;
-  std::vector<std::string> errors(static_cast<std::size_t>(world));
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < world; ++r)
-    ranks.emplace_back([&, r] {
-      try {
-        cuda(cudaSetDevice(r), "cudaSetDevice");
-        auto options = tutti::transport::nccl_options::from_env();
-        options.device = r;
-        comm_t comm(std::make_unique<tutti::transport::nccl>(r, world, store, prefix, options));
-        fn(comm, r);
-      } catch (const std::exception& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-      }
-    });
-  for (auto& t : ranks) t.join();
-  return errors;
+  return tutti::testing::run_gpu_ranks<comm_t>(gpus(), "gpu-test/" + std::to_string(job++), fn);
 }
 
 void require_clean(const std::vector<std::string>& errors) {
@@ -281,7 +261,7 @@ TEST_CASE("native: ranks that disagree on the count get the same mismatch, throu
 }
 
 int main(int argc, char** argv) {
-  const auto census = tutti::transport::nccl_detail::visible_devices();
+  const auto census = tutti::cuda::device_count();
   if (census.count == 0) {
     std::printf("SKIP: %s\n", census.reason.c_str());
     return 77;  // CTest's SKIP_RETURN_CODE for this test

@@ -9,15 +9,10 @@
 
 namespace tutti::transport::nccl_detail {
 
-//! The visible devices and, when there are none, why: tutti::cuda::device_count() (cuda/device.hpp),
-//! which initialises the count cudaGetDeviceCount leaves untouched when it fails.
-using device_census = cuda::device_count_result;
-
-[[nodiscard]] inline device_census visible_devices() { return cuda::device_count(); }
-
 //! The device for a rank: `requested` when it is >= 0 (TUTTI_NCCL_DEVICE), else local_rank modulo
-//! the count. Throws invalid_argument naming the rank when there is no such device.
-[[nodiscard]] inline int choose_device(int rank, int requested, int local_rank, const device_census& devices) {
+//! the count (`devices`: tutti::cuda::device_count(), whose count is 0 with a reason when CUDA sees
+//! no device). Throws invalid_argument naming the rank when there is no such device.
+[[nodiscard]] inline int choose_device(int rank, int requested, int local_rank, const cuda::device_count_result& devices) {
   const std::string where = "rank " + std::to_string(rank) + ": transport::nccl: ";
   if (devices.count <= 0) throw invalid_argument(where + "no CUDA device to run on: " + devices.reason);
   if (requested >= devices.count)

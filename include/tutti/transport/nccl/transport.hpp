@@ -134,7 +134,7 @@ class nccl {
       : rank_(checked_rank(rank, world_size)),
         world_(world_size),
         options_(options),
-        device_(nccl_detail::choose_device(rank, options.device, options.local_rank, nccl_detail::visible_devices())) {
+        device_(nccl_detail::choose_device(rank, options.device, options.local_rank, cuda::device_count())) {
     nccl_detail::device_guard on(device_);
     try {
       const deadline until = deadline::after(options_.timeout);
