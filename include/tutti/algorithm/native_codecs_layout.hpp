@@ -24,18 +24,16 @@
 #include <cstddef>
 #include <vector>
 
+#include "tutti/algorithm/compressed.hpp"
 #include "tutti/cuda/chunk.hpp"
 
 namespace tutti::algorithm::native_codecs {
 
 inline constexpr std::size_t scratch_alignment = 256;
 
-[[nodiscard]] constexpr std::size_t align_up(std::size_t x, std::size_t m) noexcept { return (x + m - 1) / m * m; }
-
+using compressed_detail::round_up;
 //! Elements [first, first + size) of the tensor.
-struct piece {
-  std::size_t first = 0, size = 0;
-};
+using piece = compressed_detail::layout::piece;
 
 //! The owner schedule's layout for one call (see the top of this file). `wire` is the codec's
 //! encoded_bytes for n float32 elements.
@@ -49,18 +47,9 @@ struct owner_layout {
   std::size_t table_rows = 0;  //!< rows of the multi-tensor tables, all launches together
   std::size_t total = 0;       //!< device scratch bytes
 
-  //! Segment p: owned by rank p.
-  [[nodiscard]] piece at(int p) const noexcept {
-    const std::size_t first = std::min(count, static_cast<std::size_t>(p) * segment);
-    return {first, std::min(count, first + segment) - first};
-  }
+  //! Segment p: owned by rank p. compressed.hpp's cut, in one round (the chunk is the segment).
+  [[nodiscard]] piece at(int p) const noexcept { return compressed_detail::layout{count, segment, segment}.at(p, 0); }
 };
-
-//! Rows of a multi-tensor table over tensors of these sizes (cuda::count_chunks without the table).
-[[nodiscard]] inline std::size_t rows_for(std::size_t elements) noexcept {
-  constexpr std::size_t c = cuda::default_chunk_elements;
-  return (elements + c - 1) / c;
-}
 
 //! The owner schedule's layout for `count` float32 elements over `world` ranks, seen by rank `rank`
 //! (the tables' size depends on which segment is this rank's). `sixteen_bit`: the codec's wire is
@@ -73,28 +62,28 @@ template <class Wire>
   l.world = world;
   l.granule = granule;
   const auto n = static_cast<std::size_t>(world);
-  l.segment = align_up((count + n - 1) / n, granule);
-  l.slot = align_up(wire(l.segment), scratch_alignment);
+  l.segment = round_up((count + n - 1) / n, granule);
+  l.slot = round_up(wire(l.segment), scratch_alignment);
   const std::size_t slots = l.slot * n;
   l.outgoing = 0;
   l.contributions = l.outgoing + slots;
   l.results = l.contributions + slots;
   l.accumulator = l.results + slots;
-  l.tables = l.accumulator + align_up(l.segment * sizeof(float), scratch_alignment);
+  l.tables = l.accumulator + round_up(l.segment * sizeof(float), scratch_alignment);
   const std::size_t mine = l.at(rank).size;
   // The owner's own contribution times the scale into the accumulator (a float-to-float pack);
   // for 16-bit wires also: every other segment packed to its slot, the sum packed to the results,
   // every result unpacked into the output.
-  l.table_rows = rows_for(mine);
+  l.table_rows = cuda::chunks_in(mine);
   if (sixteen_bit) {
     for (int p = 0; p < world; ++p) {
       const std::size_t size = l.at(p).size;
-      if (p != rank) l.table_rows += rows_for(size);
-      l.table_rows += rows_for(size);  // unpack of result p
+      if (p != rank) l.table_rows += cuda::chunks_in(size);
+      l.table_rows += cuda::chunks_in(size);  // unpack of result p
     }
-    l.table_rows += rows_for(mine);  // pack of the sum
+    l.table_rows += cuda::chunks_in(mine);  // pack of the sum
   }
-  l.total = l.tables + align_up(l.table_rows * sizeof(cuda::chunk), scratch_alignment);
+  l.total = l.tables + round_up(l.table_rows * sizeof(cuda::chunk), scratch_alignment);
   return l;
 }
 
@@ -140,9 +129,9 @@ struct wire_sum_layout {
 [[nodiscard]] inline wire_sum_layout make_wire_sum_layout(std::size_t count) noexcept {
   wire_sum_layout l;
   l.buffer = 0;
-  l.tables = align_up(count * 2, scratch_alignment);
-  l.table_rows = 2 * rows_for(count);
-  l.total = l.tables + align_up(l.table_rows * sizeof(cuda::chunk), scratch_alignment);
+  l.tables = round_up(count * 2, scratch_alignment);
+  l.table_rows = 2 * cuda::chunks_in(count);
+  l.total = l.tables + round_up(l.table_rows * sizeof(cuda::chunk), scratch_alignment);
   return l;
 }
 

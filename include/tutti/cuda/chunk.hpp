@@ -17,6 +17,12 @@ inline constexpr std::size_t vector_elements = 8;
 //! (apex's multi_tensor_apply uses 64 Ki elements too).
 inline constexpr std::size_t default_chunk_elements = std::size_t{1} << 16;
 
+//! Rows a tensor of `elements` becomes: ceil(elements / chunk_elements) (0 for an empty tensor).
+[[nodiscard]] constexpr std::size_t chunks_in(std::size_t elements,
+                                              std::size_t chunk_elements = default_chunk_elements) noexcept {
+  return elements / chunk_elements + (elements % chunk_elements != 0);
+}
+
 //! chunk::flags bits.
 inline constexpr std::uint32_t chunk_vector = 1u;  //!< tensor and buffer addresses 16-byte aligned
 

@@ -76,7 +76,7 @@ inline void check_layout(const multi_tensor_layout& layout, const char* who) {
 [[nodiscard]] inline std::size_t count_chunks(std::span<const tensor_desc> tensors,
                                               std::size_t chunk_elements = default_chunk_elements) noexcept {
   std::size_t n = 0;
-  for (const tensor_desc& t : tensors) n += t.count / chunk_elements + (t.count % chunk_elements != 0);
+  for (const tensor_desc& t : tensors) n += chunks_in(t.count, chunk_elements);
   return n;
 }
 
