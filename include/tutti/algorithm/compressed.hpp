@@ -179,12 +179,12 @@ void compressed_allreduce(Ctx& c, const float* in, float* out, std::size_t count
   const std::size_t rounds = lay.rounds();
   if (rounds) start_phase1(0);
   for (std::size_t j = 0; j < rounds; ++j) {
-    c.phase("reduce_to_owner");  // contributions arrive, the owner sums in fp32
+    c.phase("REDUCE_TO_OWNER");  // contributions arrive, the owner sums in fp32
     finish_phase1(j);
-    c.phase("encode_result");
+    c.phase("ENCODE_RESULT");
     start_phase2(j);
     if (j + 1 < rounds) start_phase1(j + 1);
-    c.phase("decode_results");
+    c.phase("DECODE_RESULTS");
     finish_phase2(j);
   }
 }
@@ -215,14 +215,14 @@ void gathered_allreduce(Ctx& c, const float* in, float* out, std::size_t count, 
       const int from = at_step(order, r, s, n).from;
       recvs[static_cast<std::size_t>(from)] = c.recv(from, wire(from), bytes);
     }
-    c.phase("encode_gather");
+    c.phase("ENCODE_GATHER");
     c.encode(in + first, m, self, residual + first, wire(r));
     for (int s = 1; s < n; ++s) {
       const int to = at_step(order, r, s, n).to;
       sends[static_cast<std::size_t>(to)] = c.send(to, wire(r), bytes);
     }
     for (int s = 1; s < n; ++s) c.wait(recvs[static_cast<std::size_t>(at_step(order, r, s, n).from)]);
-    c.phase("decode_sum");
+    c.phase("DECODE_SUM");
     c.decode(wire(0), m, out + first);
     for (int q = 1; q < n; ++q) c.decode_add(wire(q), m, out + first);
     for (int s = 1; s < n; ++s) c.wait(sends[static_cast<std::size_t>(at_step(order, r, s, n).to)]);

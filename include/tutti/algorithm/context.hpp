@@ -199,7 +199,7 @@ class context {
   void set_prescale(float s) noexcept { prescale_ = s; }
 
   // ---- phases, for the timeline ----------------------------------------------------------------
-  //! Marks the start of a phase of the schedule (a string literal: "reduce_scatter", "allgather").
+  //! Marks the start of a phase of the schedule (a string literal: "REDUCE_SCATTER", "ALLGATHER").
   //! Costs one test of a null pointer unless the fusion engine's timeline is recording (TUTTI_TIMELINE).
   void phase(std::string_view name) {
     if (phases_) phases_->begin(name);

@@ -71,7 +71,7 @@ struct direct {
     const std::size_t chunk = std::max<std::size_t>(1, tr.stage_bytes() / esz);
     if (bytes <= one_shot_bytes && bytes <= tr.stage_bytes()) {
       // Every rank folds all inputs in rank order 0..n-1, so all ranks get identical bits.
-      c.phase("one_shot");
+      c.phase("ONE_SHOT");
       const auto e = tr.next_epoch();
       std::byte* stage = tr.stage(r, parity(e));
       std::memcpy(stage, src, bytes);  // staged even when registered: out may alias in
@@ -93,7 +93,7 @@ struct direct {
     for (std::size_t first = 0; first < count; first += chunk) {
       const std::size_t len = std::min(chunk, count - first);
       const split sp{len, static_cast<std::size_t>(n)};
-      c.phase("reduce_scatter");
+      c.phase("REDUCE_SCATTER");
       e = tr.next_epoch();
       std::byte* stage = tr.stage(r, parity(e));
       std::size_t mine;
@@ -115,7 +115,7 @@ struct direct {
       }
       if (o == op::avg) finish_avg(t, reduced, seg_len, n);
       tr.signal(reduced_slot, e, offset_in(tr, r, reduced));
-      c.phase("allgather");
+      c.phase("ALLGATHER");
       // allgather: every segment from wherever its owner reduced it
       for (int k = 0; k < n; ++k) {
         const int q = (r + k) % n;

@@ -84,13 +84,13 @@ struct halving_doubling {
       const std::byte* mine = src + first * esz;
       std::byte* work = dst + first * esz;  // partial and final sums land in the output
       if (f.sits_out(r)) {
-        c.phase("fold");
+        c.phase("FOLD");
         send_all(c, r - 1, mine, bytes);
         recv_all(c, r - 1, work, bytes);
         continue;
       }
       if (f.hosts(r)) {
-        c.phase("fold");
+        c.phase("FOLD");
         recv_all(c, r + 1, incoming, bytes);
         tutti::reduce(t, o, work, mine, incoming, len);
         mine = work;
@@ -98,13 +98,13 @@ struct halving_doubling {
       const split sp{len, static_cast<std::size_t>(f.p)};
       const auto at = [&](int v) { return sp.offset(static_cast<std::size_t>(v)) * esz; };
       const int v = f.virt(r);
-      c.phase("reduce_scatter");
+      c.phase("REDUCE_SCATTER");
       halving(c, f.p, v, mine, work, incoming, at, rank_of, t, o);
       if (o == op::avg) finish_avg(t, work + at(v), sp.length(static_cast<std::size_t>(v)), n);
-      c.phase("allgather");
+      c.phase("ALLGATHER");
       doubling(c, work, f.p, v, at, rank_of);
       if (f.hosts(r)) {
-        c.phase("unfold");
+        c.phase("UNFOLD");
         send_all(c, r + 1, work, bytes);
       }
     }

@@ -108,16 +108,16 @@ struct hierarchical {
       const std::size_t block = count / L / g * g, body = block * L, tail = count - body;
       if (block) {
         std::byte* mine = dst + l * block * esz;  // the in-place layouts of reduce_scatter and allgather
-        c.phase("intra_reduce_scatter");
+        c.phase("INTRA_REDUCE_SCATTER");
         Intra::reduce_scatter(ic, src, mine, block, t, inner);
         if constexpr (!Ctx::lossless) xc.set_residual(c.residual() ? c.residual() + l * block : nullptr);
-        c.phase("inter_allreduce");
+        c.phase("INTER_ALLREDUCE");
         Inter::allreduce(xc, mine, mine, block, t, inner);
-        c.phase("intra_allgather");
+        c.phase("INTRA_ALLGATHER");
         Intra::allgather(ic, mine, dst, block, t);
       }
       if (tail) {  // fewer than L (granules) left: both levels reduce them whole
-        c.phase("tail");
+        c.phase("TAIL");
         Intra::allreduce(ic, src + body * esz, dst + body * esz, tail, t, inner);
         if constexpr (feedback_codec_policy<typename Ctx::codec_type>) {
           // Every inter group would encode the same node sum, each keeping its own copy of the
@@ -136,12 +136,12 @@ struct hierarchical {
       }
     } else {
       const bool leader = s.grid.local_rank == 0;
-      c.phase("intra_reduce");
+      c.phase("INTRA_REDUCE");
       Intra::reduce(ic, src, leader ? dst : nullptr, count, t, inner, 0);
       if constexpr (!Ctx::lossless) xc.set_residual(c.residual());
-      c.phase("inter_allreduce");
+      c.phase("INTER_ALLREDUCE");
       if (leader) Inter::allreduce(xc, dst, dst, count, t, inner);
-      c.phase("intra_broadcast");
+      c.phase("INTRA_BROADCAST");
       Intra::broadcast(ic, dst, dst, count, t, 0);
     }
     if (o == op::avg && Ctx::lossless) finish_avg(t, dst, count, c.size());

@@ -7,10 +7,11 @@
 
 namespace tutti::algorithm {
 
-//! The phases one collective went through, in order: a schedule calls `context::phase("name")`
+//! The phases one collective went through, in order: a schedule calls `context::phase("NAME")`
 //! where a phase begins (a phase ends where the next begins, the last where the collective
-//! returns). Names must be string literals: only the view is kept. Pipelined schedules alternate
-//! (ring: reduce_scatter, allgather, reduce_scatter, ... once per round), so a long collective
+//! returns). Names must be string literals, in capitals like the
+//! timeline's other spans (they are shown as written): only the view is kept. Pipelined schedules
+//! alternate (ring: REDUCE_SCATTER, ALLGATHER, REDUCE_SCATTER, ... once per round), so a long collective
 //! records a few marks per pipelining round; the log's storage is reused across collectives.
 struct phase_log {
   struct mark {

@@ -40,7 +40,7 @@ struct ring {
     const auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
     for (std::size_t j = 0, rounds = sp.rounds(chunk); j < rounds; ++j) {
-      c.phase("reduce_scatter");
+      c.phase("REDUCE_SCATTER");
       reduce_scatter_round(c, sp, j, chunk, t, o, src, incoming, [&](int seg, std::size_t first, int) {
         (void)seg;
         return dst + first * esz;  // partial and final sums both land in the output buffer
@@ -49,7 +49,7 @@ struct ring {
         const auto own = sp.chunk(static_cast<std::size_t>(c.rank()), j, chunk);
         finish_avg(t, dst + own.first * esz, own.count, n);
       }
-      c.phase("allgather");
+      c.phase("ALLGATHER");
       allgather_round(c, sp, j, chunk, esz, dst);
     }
   }

@@ -97,7 +97,7 @@ struct tree {
       l.down_depth = s.depth;
     }
     // partial sums live in the output, which the final result overwrites anyway
-    c.phase("reduce_up_broadcast_down");  // pipelined: both directions at once
+    c.phase("REDUCE_UP_BROADCAST_DOWN");  // pipelined: both directions at once
     run(c, lanes, 0, mode::allreduce, false, in, out, count, t, o);
   }
 

@@ -12,7 +12,6 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -444,14 +443,12 @@ class engine {
       const std::string args = "\"tensors\":" + std::to_string(batch.size()) + ",\"bytes\":" +
                                std::to_string(batch_bytes) + ",\"dtype\":\"" + std::string(name_of(t)) + "\"";
       timeline_->span("engine", batch.size() == 1 ? "ALLREDUCE" : "FUSED_ALLREDUCE", began, unpacked, args);
-      // The collective by phase (ring: reduce_scatter / allgather per pipelining round), nested
-      // inside the span above; uppercase like the engine's own spans.
+      // The collective by phase (ring: REDUCE_SCATTER / ALLGATHER per pipelining round), nested
+      // inside the span above.
       const auto& marks = phases_.marks;
       for (std::size_t i = 0; i < marks.size(); ++i) {
         const auto end = i + 1 < marks.size() ? marks[i + 1].at : reduced;
-        std::string phase(marks[i].name);
-        for (auto& ch : phase) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-        if (end >= marks[i].at) timeline_->span("engine", phase, marks[i].at, end);
+        if (end >= marks[i].at) timeline_->span("engine", marks[i].name, marks[i].at, end);
       }
       for (auto& e : batch) {
         timeline_->span(e->name, "NEGOTIATE", e->enqueued, negotiated);
