@@ -242,12 +242,8 @@ class nccl {
   //! asynchronous errors; the deadline aborts). `what` names the collective in errors.
   template <class Issue>
   void collective(std::string_view what, deadline until, Issue&& issue) {
-    usable(what);
-    nccl_detail::device_guard on(device_);
-    flush(until);
-    guarded([&] { issue(comm_, stream_); });
-    settle(what, until);
-    wait_for_group(record(what), what, until, -1);
+    enqueue(what, until, std::forward<Issue>(issue));
+    finish_on_stream(what, until);
   }
 
   //! Posts `ops` (device buffers) as group calls after whatever is queued, and waits for them all:
