@@ -190,7 +190,7 @@ void run() {
   const dtype types[] = {dtype::f32, dtype::f16, dtype::bf16};
   for (dtype tt : types)
     for (dtype wt : types)
-      for (std::size_t chunk : {std::size_t{256}, tc::default_chunk_elements})
+      for (std::size_t chunk : {std::size_t{256}, tc::default_chunk_elements, std::size_t{1} << 16})
         for (int round = 0; round < 4; ++round) {
           const std::size_t tsize = tutti::size_of(tt), wsize = tutti::size_of(wt);
           const auto shape = tutti_test::random_shape(rng, 1 + rng() % 60, tsize, wsize, chunk, 4 * chunk);

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -222,6 +223,42 @@ TEST_CASE("native: allgather, broadcast (every root) and alltoall move every dty
         }
     }
     comm.barrier();
+  }));
+}
+
+// The transport's stream is non-blocking; cudaMemcpy from pageable memory returns before its DMA to
+// the device ends. Each collective must still read what the caller just wrote (transport::nccl's
+// follow_callers_work): before it did, the first run on an H100 found the last elements of 1 MiB
+// inputs stale. Here 64 MiB, new values each round, the collective issued right after the copy.
+TEST_CASE("native: inputs written by cudaMemcpy from pageable memory just before the call are read") {
+  const int world = gpus();
+  require_clean(run([&](comm_t& comm, int r) {
+    constexpr std::size_t n = std::size_t{16} << 20;  // floats: 64 MiB
+    device_buffer in(n * sizeof(float)), out(n * sizeof(float));
+    std::vector<float> host(n), got(n);
+    for (int round = 0; round < 6; ++round) {
+      for (std::size_t i = 0; i < n; ++i) host[i] = static_cast<float>((i + static_cast<std::size_t>(round)) % 1021);
+      TUTTI_CUDA_CHECK(cudaMemcpy(in.p, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+      if (round % 2 == 0) {
+        comm.allreduce(const_tensor_view(in.p, n, dtype::f32), tensor_view(out.p, n, dtype::f32), op::sum);
+      } else {  // in place: the alltoall copies its input to scratch first, another read to order
+        comm.alltoall(tensor_view(in.p, n - n % static_cast<std::size_t>(world), dtype::f32));
+        TUTTI_CUDA_CHECK(cudaMemcpy(out.p, in.p, n * sizeof(float), cudaMemcpyDeviceToDevice));
+      }
+      TUTTI_CUDA_CHECK(cudaMemcpy(got.data(), out.p, n * sizeof(float), cudaMemcpyDeviceToHost));
+      const std::size_t block = n / static_cast<std::size_t>(world);
+      for (std::size_t i = 0; i < n - n % static_cast<std::size_t>(world); ++i) {
+        // allreduce: every rank wrote the same values; alltoall: block q came from rank q, whose
+        // block r holds what our block r holds.
+        const float expected = round % 2 == 0 ? host[i] * static_cast<float>(world)
+                                              : host[static_cast<std::size_t>(r) * block + i % block];
+        if (got[i] != expected)
+          throw std::runtime_error("round " + std::to_string(round) + (round % 2 == 0 ? " allreduce" : " alltoall") +
+                                   ": element " + std::to_string(i) + " of " + std::to_string(n) + " (block " +
+                                   std::to_string(i / block) + ") is " + std::to_string(got[i]) + ", expected " +
+                                   std::to_string(expected) + " (rank " + std::to_string(r) + ")");
+      }
+    }
   }));
 }
 

@@ -19,6 +19,16 @@
 //! Collectives: algorithm::native issues NCCL collectives on the same stream through collective()
 //! and exchange(), which wait the same way, so the blocking API's contract holds.
 //!
+//! Inputs: before anything it enqueues, the stream waits for an event recorded on the legacy
+//! default stream (follow_callers_work), which completes only after all earlier work of the
+//! device's blocking streams: cudaMemcpy, kernels launched without a stream, the per-thread default
+//! streams, streams made by cudaStreamCreate. Without it the stream (non-blocking, so that nobody
+//! else's default-stream work waits behind a collective in flight) can read an input before the
+//! caller's write lands: cudaMemcpy from pageable memory returns once the bytes are staged, before
+//! the DMA to the device ends (seen on an H100: the last 4 % of a 1 MiB alltoall input was stale).
+//! Work on the caller's own *non-blocking* streams is not covered: synchronise it, or make
+//! stream() wait for an event recorded after it.
+//!
 //! Failure: an NCCL error, or an asynchronous one (ncclCommGetAsyncError, polled while waiting),
 //! aborts the communicator (ncclCommAbort) and throws: ncclRemoteError as tutti::peer_lost, the rest
 //! as tutti::transport_error, naming the rank and what it was doing. A deadline that passes aborts
@@ -140,6 +150,7 @@ class nccl {
       const deadline until = deadline::after(options_.timeout);
       const ncclUniqueId id = nccl_detail::exchange_unique_id(rank_, store, key_prefix, until);
       TUTTI_NCCL_CHECK(rank_, "setup", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      TUTTI_NCCL_CHECK(rank_, "setup", cudaEventCreateWithFlags(&callers_work_, cudaEventDisableTiming));
       ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
       config.blocking = 0;  // see the top of this file
       TUTTI_NCCL_CHECK(rank_, "setup", ncclCommInitRankConfig(&comm_, world_, id, rank_, &config));
@@ -253,6 +264,7 @@ class nccl {
     nccl_detail::device_guard on(device_);
     flush(until);
     if (ops.empty()) return;
+    follow_callers_work(what);
     wait_for_group(post_groups(ops, what, until), what, until, -1);
   }
 
@@ -269,6 +281,7 @@ class nccl {
     usable(what);
     nccl_detail::device_guard on(device_);
     flush(until);
+    follow_callers_work(what);
     guarded([&] { fn(comm_, stream_); });
     settle(what, until);
   }
@@ -278,7 +291,9 @@ class nccl {
     usable(what);
     nccl_detail::device_guard on(device_);
     flush(until);
-    if (!ops.empty()) post_groups(ops, what, until);
+    if (ops.empty()) return;
+    follow_callers_work(what);
+    post_groups(ops, what, until);
   }
 
   //! Waits until the stream has run everything enqueued so far (asynchronous-error polling; the
@@ -308,6 +323,7 @@ class nccl {
     usable(what);
     nccl_detail::device_guard on(device_);
     flush(until);
+    follow_callers_work(what);
     guarded([&] { fn(stream_); });
     wait_for_group(record(what), what, until, -1);
   }
@@ -362,6 +378,7 @@ class nccl {
   void flush(deadline until) {
     if (queue_.empty()) return;
     nccl_detail::device_guard on(device_);
+    follow_callers_work("send/recv");
     ops_scratch_.clear();
     for (auto* op : queue_) ops_scratch_.push_back({op->is_send, op->peer, op->data, op->bytes});
     const std::uint64_t first_group = next_sequence_ + 1;
@@ -426,6 +443,16 @@ class nccl {
     });
     in_flight_.push_back({++next_sequence_, ev});
     return next_sequence_;
+  }
+
+  //! Makes the stream wait for the caller's earlier device work (see the top of this file): an
+  //! event on the legacy default stream, which waits for every blocking stream of the device.
+  //! About a microsecond of host time per call (one record, one wait; nothing synchronises).
+  void follow_callers_work(std::string_view what) {
+    guarded([&] {
+      TUTTI_NCCL_CHECK(rank_, what, cudaEventRecord(callers_work_, cudaStreamLegacy));
+      TUTTI_NCCL_CHECK(rank_, what, cudaStreamWaitEvent(stream_, callers_work_, 0));
+    });
   }
 
   //! Polls the communicator's state until NCCL has finished enqueueing (a non-blocking
@@ -541,6 +568,8 @@ class nccl {
     in_flight_.clear();
     for (auto ev : free_events_) cudaEventDestroy(ev);
     free_events_.clear();
+    if (callers_work_) cudaEventDestroy(callers_work_);
+    callers_work_ = nullptr;
     device_scratch_.release();
     host_scratch_.release();
     if (stream_) cudaStreamDestroy(stream_);
@@ -553,6 +582,7 @@ class nccl {
   int device_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t callers_work_ = nullptr;  //!< re-recorded by every follow_callers_work()
   bool aborted_ = false;
   bool failed_ = false;  //!< an error or a deadline ended the communicator: abort, never finalize
   std::vector<nccl_detail::op_state*> queue_;  //!< queued, in posting order
