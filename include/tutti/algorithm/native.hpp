@@ -291,7 +291,12 @@ struct native {
     if (!refusal.empty())
       throw invalid_argument(c.where() + "algorithm::native " + collective_name + " with dtype " +
                              std::string(name_of(t)) + ", op " + std::string(name_of(o)) + ": " + refusal);
-    return {*transport::nccl_detail::nccl_type_of(t), *transport::nccl_detail::nccl_op_of(o)};
+    // Over one rank an average is the sum (x / 1): ncclSum, because NCCL before 2.29.7 leaves the
+    // last count % 32 elements of a one-rank ncclAvg on floats unwritten (NVIDIA/nccl#1950; found
+    // by tests/nccl/gpu on an H100 with NCCL 2.28.3: out-of-place float avg of 2^20 + 3 elements
+    // came back with 3 stale elements). ncclSum there is a plain copy.
+    const ncclRedOp_t redop = o == op::avg && c.size() == 1 ? ncclSum : *transport::nccl_detail::nccl_op_of(o);
+    return {*transport::nccl_detail::nccl_type_of(t), redop};
   }
 };
 

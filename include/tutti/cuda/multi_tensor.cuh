@@ -122,8 +122,9 @@ inline cudaError_t decode_reduce(dtype wire_type, const void* wire, float* acc, 
                                  cudaStream_t stream) noexcept {
   if (n == 0) return cudaSuccess;
   if (wire_type != dtype::f16 && wire_type != dtype::bf16) return cudaErrorInvalidValue;
-  const bool vector = launch_detail::aligned(wire, 16) && launch_detail::aligned(acc, 16);
-  const unsigned grid = launch_detail::grid_for(n, std::size_t{kernels::block_threads} * vector_elements);
+  // Groups of four: 16 bytes of acc, 8 of wire. Two groups per thread.
+  const bool vector = launch_detail::aligned(wire, 8) && launch_detail::aligned(acc, 16);
+  const unsigned grid = launch_detail::grid_for(n, std::size_t{kernels::block_threads} * 2 * kernels::group);
   const auto* in = static_cast<const std::uint16_t*>(wire);
   if (wire_type == dtype::f16)
     kernels::decode_reduce_kernel<half><<<grid, kernels::block_threads, 0, stream>>>(acc, in, n, vector);
@@ -155,9 +156,9 @@ inline cudaError_t int8_dequantise(const std::byte* wire, std::size_t n, float* 
   if (n == 0) return cudaSuccess;
   const std::size_t blocks = (n + arith::block_elements - 1) / arith::block_elements;
   const unsigned flags =
-      (launch_detail::aligned(out, 16) && launch_detail::aligned(wire + blocks * sizeof(float), 8) ? kernels::int8_vector : 0u) |
+      (launch_detail::aligned(out, 16) && launch_detail::aligned(wire + blocks * sizeof(float), 4) ? kernels::int8_vector : 0u) |
       (launch_detail::aligned(wire, sizeof(float)) ? kernels::int8_scales_aligned : 0u);
-  const unsigned grid = launch_detail::grid_for(n, std::size_t{kernels::block_threads} * vector_elements);
+  const unsigned grid = launch_detail::grid_for(n, std::size_t{kernels::block_threads} * kernels::group);  // a group per thread
   kernels::int8_dequantise_kernel<kernels::block_threads><<<grid, kernels::block_threads, 0, stream>>>(wire, n, out, accumulate, flags);
   return cudaGetLastError();
 }
