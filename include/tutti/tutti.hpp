@@ -1,5 +1,6 @@
 //! @file tutti.hpp  The umbrella header: everything a framework author needs, host side.
-//! (No GPU code yet: the CUDA kernels and transport::nccl are not written; see the README.)
+//! The GPU path is included separately: tutti/cuda/*.cuh (kernels, nvcc), tutti/transport/nccl.hpp
+//! and tutti/algorithm/native.hpp (docs/gpu.md).
 #pragma once
 
 #include "tutti/version.hpp"
