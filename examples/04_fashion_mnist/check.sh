@@ -3,12 +3,22 @@
 #   check.sh codecs EXE TUTTI_RUN  — 2 slots, 2 epochs with gradient_compression none and fp16: the fp16
 #                                    run's test accuracy is within 0.5 points of fp32's
 #   check.sh resume EXE TUTTI_RUN  — rank 1 is killed mid-run: rank 0 ends naming it (peer_lost); a
-#                                    relaunch resumes from the last checkpoint and finishes
+#                                    relaunch resumes from the last checkpoint and finishes. A decoy
+#                                    (same program name, TUTTI_RANK=1, started last) must survive
+# CTest runs both side by side, and they run the same program: each touches only the processes and
+# files it started itself (pids it was handed, its own job id, its own mktemp directory).
 set -euo pipefail
 mode=$1 exe=$2 tutti_run=$3
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d /tmp/tutti-example04-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/tutti-example04-XXXXXX")
+# What this script started and has not waited for yet (emptied once waited: the pid may be reused).
+launcher="" decoy=""
+cleanup() {
+  local p
+  for p in $decoy $launcher; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
 
 # The default config with a key changed: config KEY VALUE > file (a one-line sed on known lines).
 config() {
@@ -32,22 +42,44 @@ codecs)
 resume)
   # the default file, checkpoints in $work, one every 200 batches (min_checkpoint_period)
   config seed 1 | sed -e 's|^  epochs: 4$|  batches: 200|' >"$work/run.yaml"
-  timeout 240 "$tutti_run" -n 2 -- "$exe" --config "$work/run.yaml" --out "$work/a" --max-batches 1400 >"$work/a.log" 2>&1 &
+  # Each rank writes its pid (sh's $$, kept by exec) into this test's directory before it becomes
+  # the program, so the victim is picked by what this test started, never by name.
+  job="ex04-resume-$$"
+  timeout 240 "$tutti_run" -n 2 --job-id "$job" -- sh -c 'echo $$ >"$0/rank-$TUTTI_RANK.pid"; exec "$@"' "$work" \
+    "$exe" --config "$work/run.yaml" --out "$work/a" --max-batches 1400 >"$work/a.log" 2>&1 &
   launcher=$!
   # Kill rank 1 once a checkpoint exists (or after 60 s): SIGKILL, no chance to say goodbye.
   for _ in $(seq 600); do
     ls "$work/ckpt"/ckpt-* >/dev/null 2>&1 && break
     sleep 0.1
   done
+  # The decoy: what another test's rank 1 looks like to a search by name (same program in its
+  # command line, TUTTI_RANK=1), started after ours so that such a search would find it last.
+  TUTTI_RANK=1 TUTTI_JOB_ID=decoy-$$ bash -c 'exec -a "$0" sleep 300' "$exe" &
+  decoy=$!
+  # Rank 1's pid from its file, if that pid is still a process of this job (its environment has
+  # this test's job id: a pid reused since would not).
   victim=""
-  for p in $(pgrep -f "$exe" || true); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'TUTTI_RANK=1' && victim=$p
+  for _ in $(seq 100); do
+    p=$(cat "$work/rank-1.pid" 2>/dev/null || true)
+    if [[ $p =~ ^[0-9]+$ ]] && tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "TUTTI_JOB_ID=$job"; then
+      victim=$p
+      break
+    fi
+    sleep 0.1
   done
-  [[ -n $victim ]] || { echo "rank 1 not found"; cat "$work/a.log"; exit 1; }
+  [[ -n $victim ]] || { echo "rank 1 of job $job not found (no $work/rank-1.pid naming a live rank)"; cat "$work/a.log"; exit 1; }
   kill -9 "$victim"
   rc=0
   wait "$launcher" || rc=$?
-  echo "--- first run (rank 1 killed), exit $rc:"; grep -E "peer|lost|rank 1" "$work/a.log" | head -5
+  launcher=""
+  echo "--- first run (rank 1 killed), exit $rc:"; { grep -E "peer|lost|rank 1" "$work/a.log" || true; } | head -5
+  # Still running, so our SIGTERM ends it (143); 137 means someone SIGKILLed it, as a search by name did.
+  kill "$decoy" 2>/dev/null || true
+  decoy_rc=0
+  wait "$decoy" || decoy_rc=$?
+  decoy=""
+  ((decoy_rc == 143)) || { echo "the decoy (another job's rank 1, by name) ended with status $decoy_rc before we stopped it"; exit 1; }
   ((rc != 0)) || { echo "the job did not fail"; exit 1; }
   grep -q "rank 1" "$work/a.log" && grep -qiE "peer_lost|is gone|was lost" "$work/a.log" || { echo "rank 1 not named"; cat "$work/a.log"; exit 1; }
   timeout 240 "$tutti_run" -n 2 -- "$exe" --config "$work/run.yaml" --out "$work/b" --max-batches 1400 >"$work/b.log" 2>&1 ||

@@ -24,10 +24,19 @@ cleanup() {
   local p i
   # slurmd's step daemons finish the job's bookkeeping after srun returns: let them go first, so
   # that none is orphaned when slurmd stops.
-  for i in $(seq 50); do pgrep -x slurmstepd >/dev/null || break; sleep 0.1; done
+  for i in $(seq 50); do [[ -n $(our_stepds) ]] || break; sleep 0.1; done
   for p in "${daemons[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${daemons[@]}"; do wait "$p" 2>/dev/null; done
   rm -rf "$dir"
+}
+# This cluster's step daemons. slurmd forks them twice (their parent is init, not slurmd), so they
+# are told by the configuration they inherit, this test's own file: by name alone we would wait on
+# another cluster's (this test run beside itself from another build tree, or a real Slurm).
+our_stepds() {
+  local p
+  for p in $(pgrep -x slurmstepd); do
+    tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qxF "SLURM_CONF=$dir/slurm.conf" && echo "$p"
+  done
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -47,7 +56,12 @@ munged --foreground --force --socket="$dir/munge.sock" --key-file="$dir/munge.ke
 daemons+=($!)
 
 node=$(hostname -s)
-mkdir -p "$dir/ctld" "$dir/spool"
+mkdir -p "$dir/ctld" "$dir/spool" "$dir/tmp"
+# Every fresh cluster would number its first job 1, and shared names follow from the job number:
+# the PMIx plugin's /tmp/spmix_appdir_<uid>_<job>.<step> (TmpFS below moves it into $dir), and the
+# shm transport's /dev/shm/tutti-<job id>.* (rank_info.hpp's job id holds the Slurm job's number).
+# A random first number keeps them apart from another run's (Slurm's MaxJobId is 67043328).
+first_job_id=$(( (RANDOM << 15 | RANDOM) % 60000000 + 1000 ))
 : >"$dir/plugstack.conf"
 cat >"$dir/slurm.conf" <<CONF
 ClusterName=tutti-test
@@ -77,6 +91,8 @@ MpiDefault=none
 ReturnToService=2
 NodeName=$node NodeAddr=127.0.0.1 CPUs=8 State=UNKNOWN
 PartitionName=tutti Nodes=$node Default=YES MaxTime=10 State=UP
+TmpFS=$dir/tmp
+FirstJobId=$first_job_id
 CONF
 export SLURM_CONF=$dir/slurm.conf
 for i in $(seq 50); do [[ -S $dir/munge.sock ]] && break; sleep 0.1; done
