@@ -593,6 +593,43 @@ TEST_CASE("tcp_store: a wrong key is refused with a clear error, and a second jo
   }
 }
 
+TEST_CASE("tcp_store: a rank refused for its key makes the others' waits fail at once, saying why") {
+  stderr_capture log;
+  tcp_store server(server_options(key_a));
+  tcp_store rank1(client_options(server.port(), key_a));
+  std::string parked;
+  double parked_seconds = 0;
+  std::thread waiter([&] {  // rank 1 waits for what rank 3 would publish
+    const auto t0 = clock_type::now();
+    try {
+      parked = message_of<tutti::invalid_argument>([&] { (void)rank1.get("tutti/t0/node/3", deadline::after(30s)); });
+    } catch (const std::exception& e) {
+      parked = std::string("another error: ") + e.what();
+    }
+    parked_seconds = seconds_since(t0);
+  });
+  std::this_thread::sleep_for(200ms);  // parked on the server by now
+  (void)message_of<tutti::invalid_argument>([&] { tcp_store rank3(client_options(server.port(), key_b)); });
+  waiter.join();
+  INFO(parked);
+  CHECK(parked_seconds < 3.0);  // before: the whole 30 s, then "key ... was not set before the deadline"
+  CHECK(parked.find("key 'tutti/t0/node/3' will not be set: ") != std::string::npos);
+  CHECK(parked.find("a rank was refused by the job's store for a wrong TUTTI_JOB_KEY (the client at 127.0.0.1:") !=
+        std::string::npos);
+  // A later wait is refused at once too; keys that exist are still served.
+  const auto t1 = clock_type::now();
+  CHECK(message_of<tutti::invalid_argument>([&] { (void)server.get("never", deadline::after(30s)); })
+            .find("wrong TUTTI_JOB_KEY") != std::string::npos);
+  CHECK(seconds_since(t1) < 3.0);
+  rank1.set("here", to_bytes("yes"));
+  CHECK(to_string(server.get("here", deadline::after(1s))) == "yes");
+  // A rank that connects only now joins, and is told at once too.
+  tcp_store late(client_options(server.port(), key_a));
+  CHECK(message_of<tutti::invalid_argument>([&] { (void)late.get("tutti/t0/node/2", deadline::after(30s)); })
+            .find("wrong TUTTI_JOB_KEY") != std::string::npos);
+  CHECK(parked.find(key_b) == std::string::npos);
+}
+
 TEST_CASE("tcp_store: garbage, oversized, unauthenticated, wrong-key and stalled clients are closed; others keep working") {
   stderr_capture log;
   auto so = server_options();
@@ -629,9 +666,6 @@ TEST_CASE("tcp_store: garbage, oversized, unauthenticated, wrong-key and stalled
   unauthenticated.send(wire::encode_request({wire::frame_type::check, {"g"}, {}, 0, 0}));
   CHECK(unauthenticated.closed_by_server());
 
-  raw_client wrong_key(port);
-  CHECK_FALSE(wrong_key.handshake(job_key(key_b)));
-
   raw_client huge_late(port);  // authenticated, then a frame over max_frame_bytes
   REQUIRE(huge_late.handshake(job_key(key_a)));
   huge_late.send(header(static_cast<std::uint8_t>(wire::frame_type::set), 4097));
@@ -642,6 +676,9 @@ TEST_CASE("tcp_store: garbage, oversized, unauthenticated, wrong-key and stalled
   twice.send(wire::encode_request({wire::frame_type::get, {"never"}, {}, 0, 5000}));
   twice.send(wire::encode_request({wire::frame_type::check, {"g"}, {}, 0, 0}));
   CHECK(twice.closed_by_server());
+
+  raw_client wrong_key(port);  // after `twice`: from now on a parked get would be refused at once
+  CHECK_FALSE(wrong_key.handshake(job_key(key_b)));
 
   const auto t0 = clock_type::now();
   raw_client slow(port);  // slow loris: half a header, then nothing

@@ -43,3 +43,37 @@ TEST_CASE_TEMPLATE("multi_node failure: a rank killed mid-run is reported as los
   CHECK(blamed == std::stoi(*victim));  // the victim, not the neighbour that aborted after seeing it
   CHECK(took < 10.0);  // TUTTI_TIMEOUT is 20 s in the tests: a timeout would be too late
 }
+
+// Scenario `leave` (launch.sh): the rank named by TUTTI_TEST_LEAVER joins and returns at once, as a
+// program that ends (or throws) right after from_env() does. Every other rank must get peer_lost
+// naming it within a couple of seconds, not a timeout naming nobody after TUTTI_TIMEOUT, and the
+// rank that left must be gone as fast (its shutdown barrier released, not timed out).
+TEST_CASE("multi_node failure (leave): a rank that returns right after joining is named by every other rank") {
+  const auto leaver = tutti::config::raw("TUTTI_TEST_LEAVER");
+  REQUIRE_MESSAGE(leaver.has_value(), "set TUTTI_TEST_LEAVER (launch.sh leave does)");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  {
+    auto comm = tutti::communicator<tutti::transport::multi_node, tutti::algorithm::ring>::from_env();
+    if (comm.rank() != std::stoi(*leaver)) {
+      std::vector<float> grads(1 << 10, 1.0f);
+      std::string told;
+      int blamed = -1;
+      const auto t1 = std::chrono::steady_clock::now();
+      try {
+        comm.allreduce(grads, tutti::op::sum);
+      } catch (const tutti::peer_lost& e) {
+        told = e.what();
+        blamed = e.peer();
+      }
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+      std::printf("other rank %d: peer_lost after %.2f s: %s\n", comm.rank(), took, told.c_str());
+      std::fflush(stdout);
+      CHECK(blamed == std::stoi(*leaver));
+      CHECK(took < 5.0);  // TUTTI_TIMEOUT is 20 s in the tests
+    }
+  }  // the communicator and its transport go here: the leaver at once, the others after their error
+  std::printf("rank done after %.2f s\n", since());
+  std::fflush(stdout);
+  CHECK(since() < 8.0);
+}

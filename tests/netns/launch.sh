@@ -13,7 +13,12 @@
 #              every host's interfaces; TUTTI_NET_IFACE=eth2: the error says who cannot reach whom
 #   wrong_key  a rank with another TUTTI_JOB_KEY is refused by the store, saying so
 #   kill       rank 3 is SIGKILLed after a first allreduce; every survivor reports peer_lost naming
-#              it, under ring and under hierarchical<direct, ring> (its node's loss seen by shm)
+#              it, under ring and under hierarchical<direct, ring> (its node's loss seen by shm);
+#              then rank 0, which serves the store, under ring: the survivors name it and are all
+#              gone within seconds (no store call waits out TUTTI_TIMEOUT)
+#   leave      rank 3 joins and returns at once (no error, no collective): the other ranks, on its
+#              node (shm) and on the other host (UCX), get peer_lost naming it within seconds, and
+#              every rank, rank 3 included, exits well before TUTTI_TIMEOUT
 # Every rank runs under `timeout`, and lib.sh removes the namespaces whatever happens.
 source "$(dirname "$0")/lib.sh"
 scenario=${1:?scenario}
@@ -84,6 +89,7 @@ case $scenario in
     ;;
   wrong_key)
     export TUTTI_TIMEOUT=8  # ranks 0-2 wait for rank 3 until then
+    started=$SECONDS
     for r in 0 1 2; do start_rank "$r" $((r / 2)) -- --test-case='allreduce*<*algorithm::ring? tutti::transport*'; done
     start_rank 3 1 TUTTI_JOB_KEY=another-jobs-key-0123456789abcdef -- --test-case='allreduce*<*algorithm::ring? tutti::transport*'
     wait_ranks
@@ -92,6 +98,12 @@ case $scenario in
       fail "wrong_key: rank 3's error does not say its authentication failed"
     grep -q "authentication failed" "$netns_tmp/rank0.log" || fail "wrong_key: the server (rank 0) did not log the refused client"
     grep -q "another-jobs-key\|$key" "$netns_tmp"/rank*.log && fail "wrong_key: a key was printed"
+    # The others learn of it from the store at once, not from their deadline (8 s) naming a key.
+    for r in 0 1 2; do
+      grep -q "refused by the job's store for a wrong TUTTI_JOB_KEY" "$netns_tmp/rank$r.log" ||
+        fail "wrong_key: rank $r was not told that a rank was refused for its key"
+    done
+    ((SECONDS - started < 6)) || fail "wrong_key: the others took $((SECONDS - started)) s to fail (TUTTI_TIMEOUT=8)"
     ;;
   kill)
     for alg in '<tutti::algorithm::ring>' '*hierarchical*'; do
@@ -105,6 +117,30 @@ case $scenario in
       done
       grep -q "rank 3" <(grep -h "survivor rank" "$netns_tmp"/rank[012].log) || fail "kill $alg: no survivor named rank 3"
     done
+    # Rank 0 serves the store: before, survivors sat in the transport's shutdown for TUTTI_TIMEOUT
+    # retrying the dead store, and one blamed a live neighbour.
+    pids=()
+    started=$SECONDS
+    all_ranks TUTTI_TEST_VICTIM=0 -- --test-case='*failure*<tutti::algorithm::ring>'
+    wait_ranks
+    [[ ${status[0]} == 137 ]] || fail "kill rank 0: it exited ${status[0]}, expected 137 (SIGKILL)"
+    for r in 1 2 3; do
+      [[ ${status[$r]} == 0 ]] || fail "kill rank 0: survivor rank $r exited ${status[$r]} (its checks failed)"
+    done
+    ((SECONDS - started < 12)) || fail "kill rank 0: the survivors took $((SECONDS - started)) s to exit (TUTTI_TIMEOUT=$TUTTI_TIMEOUT)"
+    ;;
+  leave)
+    started=$SECONDS
+    all_ranks TUTTI_TEST_LEAVER=3 -- --test-case='*failure (leave)*'
+    wait_ranks
+    for r in 0 1 2 3; do
+      [[ ${status[$r]} == 0 ]] || { cat "$netns_tmp/rank$r.log"; fail "leave: rank $r exited ${status[$r]}"; }
+    done
+    for r in 0 1 2; do
+      grep -q "other rank $r: peer_lost after .*rank 3" \
+        "$netns_tmp/rank$r.log" || { cat "$netns_tmp/rank$r.log"; fail "leave: rank $r was not told that rank 3 left"; }
+    done
+    ((SECONDS - started < 12)) || fail "leave: the job took $((SECONDS - started)) s (TUTTI_TIMEOUT=$TUTTI_TIMEOUT)"
     ;;
   mpirun)
     [[ -n $mpirun && -x $mpirun ]] || skip "mpirun.openmpi not found"

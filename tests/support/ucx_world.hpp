@@ -57,6 +57,7 @@ inline std::unique_ptr<bootstrap::tcp_store> loopback_store(int rank, std::uint1
   o.port = port;
   o.key = bootstrap::job_key("tutti-ucx-test-key-0123456789");
   o.rank = rank;
+  o.server_rank = 0;
   o.timeout = std::chrono::seconds(20);
   return std::make_unique<bootstrap::tcp_store>(std::move(o));
 }

@@ -15,7 +15,9 @@
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/first_loss.hpp"
 #include "tutti/transport/inproc.hpp"
+#include "tutti/bootstrap/inproc_store.hpp"
 
 namespace {
 
@@ -537,4 +539,33 @@ TEST_CASE("inproc: more than max_outstanding pending requests is a transport_err
   });
   check_all_ok(errors);
   CHECK(message.find(std::to_string(inproc::max_outstanding)) != std::string::npos);
+}
+
+TEST_CASE("first_loss: the first record names the culprit; a store that does not answer names the rank serving it") {
+  using tutti::bootstrap::store_bytes;
+  using tutti::deadline;
+  tutti::bootstrap::inproc_store store;
+  auto ops = tutti::bootstrap::store_ops::of(store);
+  bool failed = false;
+  // Rank 1 sees rank 3 die first; rank 2 then sees only rank 1 abort, and is told of rank 3.
+  CHECK(tutti::transport::first_loss(ops, "job/lost", 1, 3, "rank 3 vanished", failed).first == 3);
+  const auto second = tutti::transport::first_loss(ops, "job/lost", 2, 1, "rank 1 vanished", failed);
+  CHECK(second.first == 3);
+  CHECK(second.second.find("rank 3 was lost first (rank 3 vanished); here that showed as: rank 1 vanished") !=
+        std::string::npos);
+  CHECK_FALSE(failed);
+  // A store whose server died with rank 0: nothing answers, and rank 0 is named, not the neighbour.
+  tutti::bootstrap::store_ops dead;
+  dead.add = [](const std::string&, std::int64_t, deadline) -> std::int64_t { throw tutti::peer_lost(0, "store gone"); };
+  dead.set = [](const std::string&, store_bytes, deadline) { throw tutti::peer_lost(0, "store gone"); };
+  dead.get = [](const std::string&, deadline) -> store_bytes { throw tutti::peer_lost(0, "store gone"); };
+  dead.check = [](const std::string&, deadline) -> bool { throw tutti::peer_lost(0, "store gone"); };
+  dead.server_rank = 0;
+  const auto blamed = tutti::transport::first_loss(dead, "job/lost", 2, 1, "rank 1 vanished", failed);
+  CHECK(failed);
+  CHECK(blamed.first == 0);
+  CHECK(blamed.second.find("rank 0, whose process serves the job's store, is lost") != std::string::npos);
+  // Unknown server, or the server is the peer seen: the peer seen is named.
+  dead.server_rank = -1;
+  CHECK(tutti::transport::first_loss(dead, "job/lost", 2, 1, "x", failed).first == 1);
 }

@@ -2,6 +2,9 @@
 //! node map handed to algorithms, hierarchical<direct, ring> running direct over the node transport,
 //! and automatic choosing hierarchical for even nodes and the flat ring for uneven ones; lossy codecs
 //! compressing the inter-node level only, as a multi-node job runs them.
+#include <cstdlib>
+#include <thread>
+
 #include <tutti/testing/compressed_conformance.hpp>
 #include <tutti/testing/conformance.hpp>
 #include <tutti/testing/feedback_conformance.hpp>
@@ -79,4 +82,55 @@ TEST_CASE("node_aware: a peer on another node that dies is reported as peer_lost
     throw error("no peer_lost");
   });
   CHECK_MESSAGE(results[0].exit_code == 0, results[0].error);
+}
+
+TEST_CASE("node_aware: a deadline names the operation and the peer waited on") {
+  using namespace tutti;
+  const std::vector<std::string> ids{"a", "b"};
+  auto results = fork_ranks(2, [&](const rank_info& info) {
+    auto t = make_shm_node_aware(info, ids);
+    if (info.rank == 1) {  // alive but silent past rank 0's deadline
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      return;
+    }
+    int got = 0;
+    auto r = t->recv(1, 3, &got, sizeof got);
+    try {
+      t->wait(r, deadline::after(std::chrono::milliseconds(300)));
+    } catch (const timeout& e) {
+      const std::string what = e.what();
+      if (what.find("rank 0: transport::node_aware: network receive of 4 bytes from rank 1 with tag 3 did not "
+                    "complete before the deadline (TUTTI_TIMEOUT): waited on rank 1") == std::string::npos)
+        throw error("the timeout does not name the operation and its peer: " + what);
+      return;
+    }
+    throw error("no timeout");
+  });
+  for (std::size_t r = 0; r < results.size(); ++r) CHECK_MESSAGE(results[r].exit_code == 0, results[r].error);
+}
+
+TEST_CASE("communicator: a collective that some ranks never call times out naming every rank that did not") {
+  using namespace tutti;
+  // 4 ranks on 2 nodes; ranks 2 and 3 never call the allreduce (they only outlive the deadline).
+  const std::vector<std::string> ids{"a", "a", "b", "b"};
+  auto results = fork_ranks(4, [&](const rank_info& info) {
+    ::setenv("TUTTI_TIMEOUT", "1", 1);
+    communicator<shm_node_aware, algorithm::ring> comm(make_shm_node_aware(info, ids));
+    if (info.rank >= 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      return;
+    }
+    std::vector<float> v(16, 1.0f);
+    try {
+      comm.allreduce(v, op::sum);
+    } catch (const timeout& e) {
+      const std::string what = e.what();
+      if (what.find("allreduce #1") == std::string::npos ||
+          what.find("nothing had arrived from ranks 2, 3") == std::string::npos)
+        throw error("the timeout does not name ranks 2 and 3: " + what);
+      return;
+    }
+    throw error("no timeout");
+  });
+  for (std::size_t r = 0; r < results.size(); ++r) CHECK_MESSAGE(results[r].exit_code == 0, results[r].error);
 }

@@ -13,6 +13,7 @@
 //! transports in the same order — the rule communicators already follow. A store per transport
 //! would race: a client of the next transport could reach the previous server while it drains.
 #pragma once
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 
 #include <atomic>
@@ -55,6 +56,7 @@ namespace detail {
   const bool server = info.rank == 0;
   if (store_address_from_env()) {
     auto opt = tcp_store_options::from_env(info.rank, server);
+    opt.server_rank = 0;
     return std::make_shared<tcp_store>(std::move(opt));
   }
 #ifdef TUTTI_HAVE_PMIX
@@ -89,6 +91,12 @@ struct job_store_state {
 };
 
 inline job_store_state& job_store_singleton() {
+  // OpenSSL first: it registers its clean-up with atexit when it initialises, and exit runs
+  // handlers in reverse order, so the store (whose server thread draws nonces for late clients
+  // while it closes) is destroyed before OpenSSL is torn down. The other order crashed rank 0 in
+  // RAND_bytes at exit when a rank connected during its final wait for clients.
+  // (A real option: OPENSSL_init_crypto(0, ...) returns before initialising anything.)
+  [[maybe_unused]] static const int crypto_before_store = OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CRYPTO_STRINGS, nullptr);
   static job_store_state state;
   return state;
 }

@@ -74,6 +74,7 @@ template <class MakeKey>
   tcp_store_options opt;
   opt.rank = info.rank;
   opt.is_server = info.rank == 0;
+  opt.server_rank = 0;
   opt.max_frame_bytes = config::bytes("TUTTI_STORE_MAX_FRAME", opt.max_frame_bytes, 4096, std::size_t{1} << 31);
   std::shared_ptr<tcp_store> store;
   if (opt.is_server) {

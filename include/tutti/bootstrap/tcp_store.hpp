@@ -127,6 +127,7 @@ struct tcp_store_options {
   std::size_t max_frame_bytes = std::size_t{64} << 20;  //!< largest value (plus a few bytes) a frame may carry
   std::chrono::nanoseconds handshake_timeout = std::chrono::seconds(5);  //!< server: an unauthenticated connection's time
   int rank = -1;               //!< for messages and logs
+  int server_rank = -1;        //!< the rank whose process serves the store, if known (for messages)
 
   //! Address from store_address_from_env(), key from job_key_from_env(), TUTTI_TIMEOUT, and
   //! TUTTI_STORE_MAX_FRAME (a byte size). Missing address or key is an invalid_argument saying
@@ -195,10 +196,15 @@ class tcp_store {
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
   [[nodiscard]] bool is_server() const noexcept { return server_ != nullptr; }
 
-  void set(const std::string& key, store_bytes value) {
+  void set(const std::string& key, store_bytes value) { set(key, std::move(value), op_deadline()); }
+
+  //! set, check and add with the caller's deadline (connecting included) instead of the options'
+  //! timeout: for a caller on a failure path, where the server may be gone with the rank that
+  //! failed and a minute of retrying would hold up every survivor.
+  void set(const std::string& key, store_bytes value, deadline until) {
     tcp_wire::request r{tcp_wire::frame_type::set, {key}, std::move(value), 0, 0};
     check_sizes(r);
-    (void)call(r, op_deadline(), "set('" + key + "')");
+    (void)call(r, until, "set('" + key + "')");
   }
 
   [[nodiscard]] store_bytes get(const std::string& key, deadline until) {
@@ -215,17 +221,23 @@ class tcp_store {
   }
 
   //! Exists now? Asks the server; never waits for the key.
-  [[nodiscard]] bool check(const std::string& key) {
+  [[nodiscard]] bool check(const std::string& key) { return check(key, op_deadline()); }
+  [[nodiscard]] bool check(const std::string& key, deadline until) {
     tcp_wire::request r{tcp_wire::frame_type::check, {key}, {}, 0, 0};
     check_sizes(r);
-    return call(r, op_deadline(), "check('" + key + "')").flag;
+    return call(r, until, "check('" + key + "')").flag;
   }
 
-  std::int64_t add(const std::string& key, std::int64_t delta) {
+  std::int64_t add(const std::string& key, std::int64_t delta) { return add(key, delta, op_deadline()); }
+  std::int64_t add(const std::string& key, std::int64_t delta, deadline until) {
     tcp_wire::request r{tcp_wire::frame_type::add, {key}, {}, delta, 0};
     check_sizes(r);
-    return call(r, op_deadline(), "add('" + key + "')").counter;
+    return call(r, until, "add('" + key + "')").counter;
   }
+
+  //! The rank whose process serves this store (-1: not known): a store that stops answering
+  //! means that process is gone. job_store's stores are served by rank 0.
+  [[nodiscard]] int server_rank() const noexcept { return opt_.server_rank; }
 
   //! Returns once `count` callers entered barrier(key, ...): each adds one to the counter `key`
   //! and the last opens `key + "/open"`, which the others wait for on the server.
@@ -331,7 +343,8 @@ class tcp_store {
     if (reply.type == tcp_wire::frame_type::error) {
       const auto text = tcp_net::rank_prefix(opt_.rank) + "tcp_store: " + reply.text;
       if (reply.code == tcp_wire::error_code::timeout) throw timeout(text);
-      if (reply.code == tcp_wire::error_code::not_counter) throw invalid_argument(text);
+      if (reply.code == tcp_wire::error_code::not_counter || reply.code == tcp_wire::error_code::refused)
+        throw invalid_argument(text);  // refused: a misconfigured rank, which retrying cannot mend
       throw transport_error(text);
     }
     const auto expected = r.type == tcp_wire::frame_type::get     ? tcp_wire::frame_type::value

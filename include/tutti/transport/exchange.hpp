@@ -4,11 +4,35 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "tutti/core/deadline.hpp"
+#include "tutti/core/error.hpp"
 
 namespace tutti::transport {
+
+//! After a deadline in exchange_with_all: every rank whose item had not arrived (tested without
+//! waiting), so the error names all the ranks that never took part, not only the first.
+template <class Transport>
+std::string still_missing(Transport& t, std::vector<typename Transport::request>& pending, std::size_t from,
+                          std::size_t first_late) {
+  std::string ranks = std::to_string(first_late);
+  std::size_t count = 1;
+  for (std::size_t i = from; i < pending.size(); ++i) {
+    if (i % 2 != 0 || i / 2 == first_late) continue;  // receives only: [recv p, send p] per peer
+    bool arrived = false;
+    try {
+      arrived = t.test(pending[i]);
+    } catch (const error&) {
+    }
+    if (!arrived) {
+      ranks += ", " + std::to_string(i / 2);
+      ++count;
+    }
+  }
+  return (count == 1 ? "nothing had arrived from rank " : "nothing had arrived from ranks ") + ranks;
+}
 
 //! all[rank()] must already hold this rank's item; on return all[p] holds rank p's. `pending` is
 //! the caller's reusable request storage (no allocation once it has grown).
@@ -24,7 +48,13 @@ void exchange_with_all(Transport& t, std::uint64_t tag, std::span<Item> all, dea
     pending[2 * static_cast<std::size_t>(p)] = t.recv(p, tag, &all[static_cast<std::size_t>(p)], sizeof(Item));
     pending[2 * static_cast<std::size_t>(p) + 1] = t.send(p, tag, &mine, sizeof(Item));
   }
-  for (auto& r : pending) t.wait(r, until);
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    try {
+      t.wait(pending[i], until);
+    } catch (const timeout& e) {
+      throw timeout(std::string(e.what()) + "; " + still_missing(t, pending, i + 1, i / 2));
+    }
+  }
 }
 
 }  // namespace tutti::transport

@@ -26,6 +26,7 @@
 #include "tutti/core/config.hpp"
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/log.hpp"
+#include "tutti/transport/first_loss.hpp"
 #include "tutti/transport/node_aware.hpp"
 #include "tutti/transport/shm.hpp"
 #include "tutti/transport/ucx.hpp"
@@ -99,29 +100,11 @@ class multi_node : private multi_node_detail::job_scope, public node_aware<shm, 
   //! The store this transport's ranks share (for user keys, e.g. a checkpoint path).
   [[nodiscard]] bootstrap::tcp_store& store() noexcept { return *job_scope::store; }
 
-  //! The job's first lost rank, for the communicator's error (communicator.hpp, first_loss): the
-  //! first rank to see a loss records it in the store before it aborts; a rank that then sees
-  //! that rank vanish reads the record and names the real culprit. Best effort and bounded: when
-  //! the store itself is gone (rank 0 died) each rank reports what it saw.
+  //! The job's first lost rank, for the communicator's error (communicator.hpp): see first_loss.hpp.
   [[nodiscard]] std::pair<int, std::string> first_loss(int peer, const std::string& what) {
-    const std::string key = job_scope::scope + "/lost";
-    try {
-      auto& s = *job_scope::store;
-      if (s.add(key + "/count", 1) == 1) {
-        const std::string record = std::to_string(peer) + " " + what;
-        s.set(key, bootstrap::store_bytes(record.begin(), record.end()));
-        return {peer, what};
-      }
-      const auto bytes = s.get(key, deadline::after(std::chrono::seconds(2)));
-      const std::string record(bytes.begin(), bytes.end());
-      const auto space = record.find(' ');
-      const int first = std::stoi(record.substr(0, space));
-      if (first == peer) return {peer, what};
-      return {first, "rank " + std::to_string(first) + " was lost first (" + record.substr(space + 1) +
-                         "); here that showed as: " + what};
-    } catch (const std::exception&) {
-      return {peer, what};
-    }
+    bool store_failed = false;
+    return transport::first_loss(bootstrap::store_ops::of(*job_scope::store), job_scope::scope + "/lost", rank(), peer,
+                                 what, store_failed);
   }
 
  private:

@@ -37,6 +37,7 @@ enum class error_code : std::uint8_t {
   not_counter = 2,  //!< add on a key that does not hold decimal text
   auth_failed = 3,  //!< the handshake's MAC did not verify
   bad_request = 4,  //!< a well-formed frame that makes no sense here
+  refused = 5,      //!< a wait that cannot end: the server refused a client for a wrong job key
 };
 
 struct request {
@@ -135,7 +136,7 @@ struct reply {
     case frame_type::counter: r.counter = static_cast<std::int64_t>(in.u64()); break;
     case frame_type::error: {
       const auto c = in.u8();
-      if (c < 1 || c > 4) return std::nullopt;
+      if (c < 1 || c > 5) return std::nullopt;
       r.code = static_cast<error_code>(c);
       const auto t = in.rest();
       r.text.assign(reinterpret_cast<const char*>(t.data()), t.size());

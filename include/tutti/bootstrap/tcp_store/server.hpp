@@ -5,7 +5,9 @@
 //! until a set or add provides them or its own deadline passes, so clients never poll. Anything a
 //! connection does wrong (garbage, an oversized or unknown frame, a request before authenticating,
 //! a stalled handshake, a second request while one is parked) closes that connection alone, with a
-//! warning naming the peer; everyone else keeps being served.
+//! warning naming the peer; everyone else keeps being served. A client refused for a wrong job key
+//! is the exception that reaches the others: it is a rank that cannot join, so every wait parked
+//! then or later is answered at once with an error saying so (refuse_waits).
 #pragma once
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -75,11 +77,17 @@ class store_server {
     return authenticated_;
   }
 
-  //! Waits until no authenticated connection is open (every client has closed) or `until`.
+  //! Waits until no authenticated connection is open (every client has closed) or `until`. After
+  //! a client was refused for its key, first stays up refusal_linger (within `until`): ranks that
+  //! connect late, once this rank has already failed, still learn why rather than find no server.
   bool wait_for_no_clients(deadline until) {
     std::unique_lock lock(mutex_);
+    const auto linger = std::min(until.at(), linger_until_);
+    changed_.wait_until(lock, linger, [&] { return !running_; });
     return changed_.wait_until(lock, until.at(), [&] { return authenticated_ == 0 || !running_; });
   }
+
+  static constexpr std::chrono::seconds refusal_linger{2};
 
   //! Stops the thread and closes every socket; parked clients see their connection close.
   void stop() noexcept {
@@ -271,6 +279,7 @@ class store_server {
     }
     if (!tcp_auth::same_mac(m->client_mac, tcp_auth::client_mac(opt_.key, c.server_nonce, m->client_nonce))) {
       warn(c, "authentication failed (a client with another TUTTI_JOB_KEY: another job, or a stale rank?)");
+      refuse_waits(c.peer);
       // Tell it why before closing, so its error says so rather than "connection closed".
       const auto e = tcp_wire::encode_error(tcp_wire::error_code::auth_failed, "authentication failed");
       [[maybe_unused]] const auto ignored = ::send(c.fd.get(), e.data(), e.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -315,6 +324,8 @@ class store_server {
       case frame_type::wait:
         if (missing(r.keys) == nullptr) {
           answer(c, r.type, r.keys);
+        } else if (!refusal_.empty()) {
+          queue(c, tcp_wire::encode_error(tcp_wire::error_code::refused, refused_text(r.keys)));
         } else {
           // Far-future waits are capped (a u64 of milliseconds would overflow the clock).
           const auto ms = std::min<std::uint64_t>(r.wait_ms, std::uint64_t{30} * 24 * 3600 * 1000);
@@ -363,6 +374,34 @@ class store_server {
       queue(c, std::move(tcp_wire::frame_builder(tcp_wire::frame_type::value).raw(values_.at(keys[0]))).finish());
     else
       queue(c, std::move(tcp_wire::frame_builder(tcp_wire::frame_type::ok)).finish());
+  }
+
+  //! A client failed the handshake: a tutti client with another TUTTI_JOB_KEY, almost always a
+  //! rank of this job started with the wrong key (a port scanner never gets that far). That rank
+  //! cannot join, so keys it would set never appear: every parked wait, and every later one, is
+  //! answered now with why, instead of each rank learning nothing until its deadline.
+  void refuse_waits(const std::string& peer) {
+    ++refusals_;
+    {
+      std::lock_guard lock(mutex_);
+      linger_until_ = clock::now() + refusal_linger;
+    }
+    refusal_ = "a rank was refused by the job's store for a wrong TUTTI_JOB_KEY (the client at " + peer +
+               (refusals_ > 1 ? ", and " + std::to_string(refusals_ - 1) + " more" : std::string()) +
+               "), so it cannot join and this wait cannot end: every rank needs the same TUTTI_JOB_KEY (tutti-run "
+               "sets it)";
+    for (auto& [id, other] : conns_) {
+      if (!other.waiting || other.dead) continue;
+      const auto p = std::move(*other.waiting);
+      other.waiting.reset();
+      queue(other, tcp_wire::encode_error(tcp_wire::error_code::refused, refused_text(p.keys)));
+      flush(other);
+    }
+  }
+
+  [[nodiscard]] std::string refused_text(const std::vector<std::string>& keys) const {
+    const std::string* key = missing(keys);
+    return "key '" + (key ? *key : std::string("?")) + "' will not be set: " + refusal_;
   }
 
   //! After a set or add: answers every parked request whose keys now all exist.
@@ -450,6 +489,9 @@ class store_server {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::size_t authenticated_ = 0;  //!< guarded by mutex_
+  clock::time_point linger_until_{};  //!< guarded by mutex_: close() serves until then (a refusal)
+  std::string refusal_;             //!< why waits are refused, once a client failed the handshake
+  std::size_t refusals_ = 0;
   bool running_ = true;            //!< guarded by mutex_
 
   std::thread thread_;  //!< last: started once everything above exists

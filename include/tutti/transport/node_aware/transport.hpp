@@ -13,6 +13,8 @@
 //! Progress: a wait on one side keeps driving the other, so a rank blocked on a network receive
 //! still pushes the shared-memory sends its node peers wait for (otherwise: a cycle of waits).
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -43,6 +45,10 @@ class node_aware {
     typename Intra::request near;
     typename Inter::request far;
     bool on_node = false;
+    bool is_send = false;  //!< what it is, for a deadline's message: which peer was waited on
+    int peer = -1;
+    std::uint64_t tag = 0;
+    std::size_t bytes = 0;
   };
 
   //! `map`: every rank's node (the same on every rank); `intra`: this node's transport, over
@@ -64,6 +70,15 @@ class node_aware {
                              " ranks and this rank is local rank " + std::to_string(local_rank()));
   }
 
+  node_aware(const node_aware&) = delete;
+  node_aware& operator=(const node_aware&) = delete;
+
+  //! The node's transport goes first. A rank that leaves while its node peers still wait on it is
+  //! then seen at once (shared memory raises its "gone" flag): they fail and abort, which releases
+  //! this rank from the network transport's shutdown barrier. The other order held the node peers
+  //! for the whole TUTTI_TIMEOUT, each side waiting on the other (issue 18).
+  ~node_aware() { intra_.reset(); }
+
   [[nodiscard]] int rank() const noexcept { return rank_; }
   [[nodiscard]] int world_size() const noexcept { return map_.world_size(); }
   [[nodiscard]] int local_rank() const noexcept { return map_.local_of[static_cast<std::size_t>(rank_)]; }
@@ -76,15 +91,13 @@ class node_aware {
   [[nodiscard]] Inter& network_transport() noexcept { return *inter_; }
 
   [[nodiscard]] request send(int peer, std::uint64_t tag, const void* data, std::size_t bytes) {
-    request r;
-    r.on_node = near(peer);
+    request r{{}, {}, near(peer), true, peer, tag, bytes};
     if (r.on_node) r.near = intra_->send(local(peer), tag, data, bytes);
     else r.far = inter_->send(peer, tag, data, bytes);
     return r;
   }
   [[nodiscard]] request recv(int peer, std::uint64_t tag, void* data, std::size_t bytes) {
-    request r;
-    r.on_node = near(peer);
+    request r{{}, {}, near(peer), false, peer, tag, bytes};
     if (r.on_node) r.near = intra_->recv(local(peer), tag, data, bytes);
     else r.far = inter_->recv(peer, tag, data, bytes);
     return r;
@@ -106,9 +119,12 @@ class node_aware {
     backoff b(0);  // each test() already spins inside its transport's progress
     while (!test(r)) {
       if (b.check_clock() && until.passed())
-        throw timeout("rank " + std::to_string(rank_) + ": transport::node_aware: a " +
-                      (r.on_node ? "shared-memory" : "network") +
-                      " operation did not complete before the deadline (TUTTI_TIMEOUT)");
+        throw timeout("rank " + std::to_string(rank_) + ": transport::node_aware: " +
+                      (r.on_node ? "shared-memory " : "network ") + (r.is_send ? "send of " : "receive of ") +
+                      std::to_string(r.bytes) + " bytes " + (r.is_send ? "to" : "from") + " rank " +
+                      std::to_string(r.peer) + " with tag " + std::to_string(r.tag) +
+                      " did not complete before the deadline (TUTTI_TIMEOUT): waited on rank " +
+                      std::to_string(r.peer));
       b.pause();
     }
   }

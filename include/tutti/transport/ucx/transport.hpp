@@ -16,10 +16,19 @@
 //! for it cancelled, so every wait involving it throws tutti::peer_lost at once rather than at the
 //! deadline. abort() tears this rank's worker down, which peers see as exactly such a break.
 //!
-//! Shutdown: the destructor flushes and closes the endpoints (bounded by close_timeout), then
-//! meets the other ranks in a store barrier (`<prefix>/closed`, polled while progressing, bounded
-//! by the timeout) so that no rank destroys its worker while a peer still flushes to it. A rank
-//! that aborted or saw a peer die sets `<prefix>/abandoned` instead, which releases the others.
+//! Leaving: a rank whose transport is destroyed while the others still expect messages (it
+//! returned from main or threw right after joining, say) is not a broken connection: its endpoints
+//! close cleanly. So the destructor first flushes and closes the endpoints (bounded by
+//! close_timeout), then announces `<prefix>/left/<rank>` in the store. A rank whose operation with
+//! that peer has waited departure_poll checks for the announcement (then every departure_poll) and
+//! fails it with peer_lost naming the rank that left, in about a second instead of at the deadline.
+//!
+//! Shutdown: after announcing, the destructor meets the other ranks in a store barrier
+//! (`<prefix>/closed`, polled while progressing, bounded by the timeout) so that no rank destroys
+//! its worker while a peer still flushes to it. A rank that aborted, saw a peer die or saw one
+//! leave sets `<prefix>/abandoned` instead (at once, from abort()), which releases the others: the
+//! rank that left is then gone within a second of being noticed. Store calls on these failure
+//! paths are bounded by failure_store_wait (first_loss.hpp): the store may have died with rank 0.
 #pragma once
 #include <sched.h>
 #include <ucp/api/ucp.h>
@@ -34,11 +43,13 @@
 #include <vector>
 
 #include "tutti/bootstrap/concepts.hpp"
+#include "tutti/bootstrap/store_calls.hpp"
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/log.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/first_loss.hpp"
 #include "tutti/transport/op_pool.hpp"
 #include "tutti/transport/request_handle.hpp"
 #include "tutti/transport/ucx/options.hpp"
@@ -62,6 +73,7 @@ struct op_state {
   std::size_t arrived = 0;       //!< receive: size of the message that matched
   ucs_status_t status = UCS_OK;
   void* request = nullptr;       //!< UCX's request while the operation is in flight
+  std::chrono::steady_clock::time_point posted{};  //!< when it was posted (departure checks wait a while)
   op_pool<op_state>* pool = nullptr;  //!< where the completion callback returns an abandoned record
 };
 
@@ -99,6 +111,9 @@ class ucx {
   static constexpr int tag_bits = 40;                    //!< tutti tags below 2^40; the source rank above
   static constexpr std::uint64_t tag_limit = std::uint64_t{1} << tag_bits;
   static constexpr int world_limit = 1 << (64 - tag_bits);  //!< ranks must fit the 24 bits left
+  //! How long an operation waits before the store is asked whether its peer left, and how often
+  //! after that: a wait that long is already slow, and a peer that left is named within a second.
+  static constexpr std::chrono::milliseconds departure_poll{250};
 
   using request = request_handle<ucx_detail::op_state>;
 
@@ -117,11 +132,9 @@ class ucx {
         slots_(std::make_unique<peer_slot[]>(static_cast<std::size_t>(world_size))),
         lost_(static_cast<std::size_t>(world_size), UCS_OK),
         loss_handled_(static_cast<std::size_t>(world_size), false),
+        left_(static_cast<std::size_t>(world_size), false),
         stalled_(static_cast<std::size_t>(world_size), false),
-        set_([&store](const std::string& k, bootstrap::store_bytes v) { store.set(k, std::move(v)); }),
-        get_([&store](const std::string& k, deadline until) { return store.get(k, until); }),
-        add_([&store](const std::string& k, std::int64_t d) { return store.add(k, d); }),
-        check_([&store](const std::string& k) { return store.check(k); }),
+        store_(bootstrap::store_ops::of(store)),
         worker_(rank, static_cast<std::size_t>(world_size)) {
     ops_.for_each([this](ucx_detail::op_state& op) { op.pool = &ops_; });
     cpu_set_t cpus;
@@ -178,7 +191,10 @@ class ucx {
   [[nodiscard]] bool test(request& r) {
     if (!r.op) return true;
     progress();
-    if (r.op->state == ucx_detail::op_pending) return false;
+    if (r.op->state == ucx_detail::op_pending) {
+      watch_departure(*r.op);
+      if (r.op->state == ucx_detail::op_pending) return false;
+    }
     finish(r);
     return true;
   }
@@ -193,6 +209,7 @@ class ucx {
         ::sched_yield();
         idle = 0;
       }
+      if (r.op->state == ucx_detail::op_pending) watch_departure(*r.op);
       if (r.op->state == ucx_detail::op_pending && until.passed()) give_up(r);
     }
     finish(r);
@@ -208,29 +225,9 @@ class ucx {
     return n;
   }
 
-  //! The job's first lost rank, for the communicator's error (communicator.hpp, first_loss): the
-  //! first rank to see a loss records it in the store before it aborts; a rank that then sees that
-  //! rank vanish reads the record and names the real culprit instead of its neighbour. Best effort
-  //! and bounded: when the store itself is gone each rank reports what it saw.
+  //! The job's first lost rank, for the communicator's error (communicator.hpp): see first_loss.hpp.
   [[nodiscard]] std::pair<int, std::string> first_loss(int peer, const std::string& what) {
-    const std::string record_key = key("lost");
-    try {
-      if (add_(record_key + "/count", 1) == 1) {
-        const std::string record = std::to_string(peer) + " " + what;
-        set_(record_key, bootstrap::store_bytes(record.begin(), record.end()));
-        return {peer, what};
-      }
-      const auto bytes = get_(record_key, deadline::after(std::chrono::seconds(2)));
-      const std::string record(bytes.begin(), bytes.end());
-      const auto space = record.find(' ');
-      const int first = std::stoi(record.substr(0, space));
-      if (first == peer) return {peer, what};
-      return {first, "rank " + std::to_string(first) + " was lost first (" + record.substr(space + 1) +
-                         "); here that showed as: " + what};
-    } catch (const std::exception&) {
-      store_failed_ = true;  // likely gone with the lost rank: the shutdown barrier will not wait on it
-      return {peer, what};
-    }
+    return transport::first_loss(store_, key("lost"), rank_, peer, what, store_failed_);
   }
 
   //! Withdraws every pending operation and tears UCX down at once: the worker's connections
@@ -240,6 +237,7 @@ class ucx {
   void abort() noexcept {
     if (aborted_) return;
     aborted_ = true;
+    abandon_job();  // a rank waiting in its shutdown barrier (one that left) need not wait for us
     cancel_receives(-1);
     for (int p = 0; p < world_; ++p) close_endpoint(p, UCP_EP_CLOSE_FLAG_FORCE);
     for (void* r : closing_) ucp_request_free(r);  // released by UCX when it completes them
@@ -322,10 +320,48 @@ class ucx {
       const auto i = static_cast<std::size_t>(p);
       if (lost_[i] == UCS_OK || loss_handled_[i]) continue;
       loss_handled_[i] = true;
-      log(log_level::info, rank_,
-          "transport::ucx: rank " + std::to_string(p) + " is lost: " + ucx_detail::status_text(lost_[i]));
+      if (!left_[i])  // a departure was logged where it was found
+        log(log_level::info, rank_,
+            "transport::ucx: rank " + std::to_string(p) + " is lost: " + ucx_detail::status_text(lost_[i]));
       cancel_receives(p);
       close_endpoint(p, UCP_EP_CLOSE_FLAG_FORCE);  // UCX requires a forced close of a failed endpoint
+    }
+  }
+
+  //! See the top of this file (Leaving). Called while an operation with `op.peer` is pending.
+  void watch_departure(ucx_detail::op_state& op) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - op.posted < departure_poll || now < next_departure_check_ || store_failed_) return;
+    next_departure_check_ = now + departure_poll;
+    const auto p = static_cast<std::size_t>(op.peer);
+    if (lost_[p] != UCS_OK || op.peer == rank_) return;
+    try {
+      if (!store_.check(key("left/" + std::to_string(op.peer)), deadline::after(failure_store_wait))) return;
+    } catch (const std::exception&) {
+      store_failed_ = true;  // the store's process is gone: UCX reports that loss itself
+      return;
+    }
+    // It flushed its sends before announcing, so what it sent has arrived: let UCX deliver it.
+    const deadline drain = deadline::after(std::chrono::milliseconds(20));
+    while (op.state == ucx_detail::op_pending && !drain.passed()) progress();
+    if (op.state != ucx_detail::op_pending) return;
+    log(log_level::info, rank_, "transport::ucx: rank " + std::to_string(op.peer) + " left the job while " +
+                                    describe(op) + " waited for it");
+    left_[p] = true;
+    lost_[p] = UCS_ERR_CONNECTION_RESET;
+    losses_pending_ = true;
+    handle_losses();  // its receives cancelled, its endpoint forced closed: the op fails next progress
+    abandon_job();
+  }
+
+  //! Tells ranks waiting in their shutdown barrier that this job is over (best effort, bounded).
+  void abandon_job() noexcept {
+    if (abandoned_ || store_failed_ || world_ == 1) return;
+    abandoned_ = true;
+    try {
+      store_.set(key("abandoned"), bootstrap::store_bytes{1}, deadline::after(failure_store_wait));
+    } catch (const std::exception&) {
+      store_failed_ = true;
     }
   }
 
@@ -373,27 +409,26 @@ class ucx {
     return false;
   }
 
-  //! Waits (polling the store, progressing UCX meanwhile so peers' flushes to us complete) until
-  //! every rank has closed its endpoints, someone abandoned the job, or the timeout passes.
+  //! Announces this rank's departure (see the top of this file), then waits, polling the store
+  //! and progressing UCX so that peers' flushes to us complete, until every rank has closed its
+  //! endpoints, someone abandoned the job, a peer was lost, or the timeout passes.
   void shutdown_barrier() noexcept {
     if (world_ == 1 || store_failed_) return;
     const std::string closed = key("closed"), abandoned = key("abandoned");
+    if (aborted_ || any_peer_lost()) return abandon_job();
     try {
-      if (aborted_ || any_peer_lost()) {
-        set_(abandoned, bootstrap::store_bytes{1});  // the others need not wait for us
-        return;
-      }
-      add_(closed, 1);
       const deadline until = deadline::after(options_.timeout);
-      while (add_(closed, 0) < world_) {
-        if (check_(abandoned)) return;
+      store_.set(key("left/" + std::to_string(rank_)), bootstrap::store_bytes{1}, until);
+      store_.add(closed, 1, until);
+      for (;;) {
+        const std::int64_t seen = store_.add(closed, 0, until);
+        if (seen >= world_ || store_.check(abandoned, until)) return;
         if (until.passed()) {
-          log(log_level::warn, rank_, "transport::ucx: shutdown barrier " + closed + " saw " +
-                                          std::to_string(add_(closed, 0)) + " of " + std::to_string(world_) +
-                                          " ranks before TUTTI_TIMEOUT; closing anyway");
+          log(log_level::warn, rank_, "transport::ucx: shutdown barrier " + closed + " saw " + std::to_string(seen) +
+                                          " of " + std::to_string(world_) + " ranks before TUTTI_TIMEOUT; closing anyway");
           return;
         }
-        const deadline slice = deadline::after(std::chrono::milliseconds(1));
+        const deadline slice = deadline::after(std::chrono::milliseconds(5));
         while (!slice.passed())
           if (worker_.progress() == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
       }
@@ -422,6 +457,7 @@ class ucx {
     op->arrived = 0;
     op->status = UCS_OK;
     op->request = nullptr;
+    op->posted = std::chrono::steady_clock::now();
     return op;
   }
 
@@ -473,6 +509,10 @@ class ucx {
     if (done.status == UCS_ERR_MESSAGE_TRUNCATED) throw size_mismatch(done);
     if (done.status == UCS_ERR_CANCELED && aborted_)
       throw transport_error(describe(done) + " was withdrawn: the transport was aborted");
+    if (left_[peer])
+      throw peer_lost(done.peer, describe(done) + ": rank " + std::to_string(done.peer) +
+                                     " left the job (peer lost): its transport was closed (its process returned, "
+                                     "exited or threw) while this rank still waited for it");
     if (lost_[peer] != UCS_OK || ucx_detail::is_peer_failure(done.status)) {
       const ucs_status_t why = lost_[peer] != UCS_OK ? lost_[peer] : done.status;
       throw peer_lost(done.peer, describe(done) + ": rank " + std::to_string(done.peer) + " is lost (peer lost: " +
@@ -504,18 +544,17 @@ class ucx {
   std::unique_ptr<peer_slot[]> slots_;        //!< error handlers' arguments: stable addresses
   std::vector<ucs_status_t> lost_;            //!< UCS_OK while the peer is fine, else why it was lost
   std::vector<bool> loss_handled_;
+  std::vector<bool> left_;                    //!< announced its departure while we waited for it
   std::vector<bool> stalled_;                 //!< a send to this peer timed out: flushing would wait for it
   bool losses_pending_ = false;
   bool aborted_ = false;
+  bool abandoned_ = false;                    //!< `<prefix>/abandoned` set (or tried) by this rank
   bool store_failed_ = false;                 //!< a store operation failed after a loss: skip the barrier
+  std::chrono::steady_clock::time_point next_departure_check_{};
   unsigned spin_ = 1000;
   std::vector<void*> closing_;                //!< endpoint close requests still in progress
   op_pool<ucx_detail::op_state> ops_;
-  // The store, type-erased for the shutdown barrier (the caller keeps it alive).
-  std::function<void(const std::string&, bootstrap::store_bytes)> set_;
-  std::function<bootstrap::store_bytes(const std::string&, deadline)> get_;
-  std::function<std::int64_t(const std::string&, std::int64_t)> add_;
-  std::function<bool(const std::string&)> check_;
+  bootstrap::store_ops store_;  //!< for leaving, the first loss and the shutdown barrier (the caller keeps it alive)
   // Last: built after, and destroyed before, everything UCX's callbacks may touch.
   ucx_detail::worker worker_;
 };

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tutti/core/error.hpp"
+#include "tutti/transport/ucx/log_filter.hpp"
 
 namespace tutti::transport::ucx_detail {
 
@@ -45,6 +46,7 @@ inline bool is_peer_failure(ucs_status_t s) noexcept {
 class worker {
  public:
   worker(int rank, std::size_t estimated_endpoints) : rank_(rank) {
+    install_log_filter();
     ucp_config_t* config = nullptr;  // reads UCX_* from the environment (UCX_TLS, UCX_NET_DEVICES, ...)
     if (const ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) fail(rank, "ucp_config_read", s);
     ucp_params_t params{};
