@@ -131,15 +131,20 @@ def make_jobs(args: argparse.Namespace) -> list[Job]:
 
 
 def ensure_built(args: argparse.Namespace) -> None:
-    """Configures (once) and builds tutti-bench and tutti-run in --build-dir; exits on failure."""
+    """Configures and builds tutti-bench and tutti-run in --build-dir; exits on failure.
+
+    The directory may be shared with the README's commands (build/): the options these targets need
+    are passed every time, so a value cached there (the install recipe's TUTTI_BUILD_BENCH=OFF)
+    cannot turn them off; tests and examples are left off only in a directory this creates."""
     build = args.build_dir
     jobs = str(args.jobs or os.cpu_count() or 1)
+    cfg = ["cmake", "-S", str(REPO), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", "-DTUTTI_BUILD_BENCH=ON",
+           "-DTUTTI_BUILD_TOOLS=ON"]
     if not (build / "CMakeCache.txt").exists():
-        print(f"sweep: configuring {build}", file=sys.stderr)
-        cfg = ["cmake", "-S", str(REPO), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", "-DTUTTI_BUILD_TESTS=OFF",
-               "-DTUTTI_BUILD_EXAMPLES=OFF"]
-        if subprocess.run(cfg, cwd=REPO, stdout=subprocess.DEVNULL).returncode != 0:
-            sys.exit("sweep: cmake configure failed")
+        cfg += ["-DTUTTI_BUILD_TESTS=OFF", "-DTUTTI_BUILD_EXAMPLES=OFF"]
+    print(f"sweep: configuring {build}", file=sys.stderr)
+    if subprocess.run(cfg, cwd=REPO, stdout=subprocess.DEVNULL).returncode != 0:
+        sys.exit("sweep: cmake configure failed")
     print(f"sweep: building tutti-bench and tutti-run in {build} (-j {jobs})", file=sys.stderr)
     if subprocess.run(["cmake", "--build", str(build), "--target", "tutti_bench", "tutti_run", "-j", jobs],
                       cwd=REPO).returncode != 0:

@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh checkout: installs dependencies, configures, builds on all
 # cores and runs every CTest test (unit, conformance, compile-fail and packaging tests).
+# The build directory (TUTTI_BUILD_DIR, default build/) is shared with the README's other commands,
+# so this script turns on, explicitly, every option its targets need: a value cached there before
+# (the install recipe's TUTTI_BUILD_BENCH=OFF, say) cannot turn them off, and what the others built
+# is reused. TUTTI_CONFIGURE_ONLY=1 configures and stops (no dependencies, no build; for the tests).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${TUTTI_BUILD_DIR:-$here/build}
 jobs=${TUTTI_JOBS:-$(nproc)}
 
-"$here/tools/install-deps.sh"
+[[ ${TUTTI_CONFIGURE_ONLY:-0} == 1 ]] || "$here/tools/install-deps.sh"
 start=$(date +%s)
 # CUDA: the tests compile the kernels for one architecture (80; its PTX is JIT-compiled on newer
 # GPUs), not the users' default of three: nvcc on two cores is slow and the code is the same.
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-      -DTUTTI_CUDA_ARCHITECTURES="${TUTTI_CUDA_ARCHITECTURES:-80}"
+# The suite includes the examples' and the benchmark's tests: all four parts on.
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTUTTI_BUILD_TESTS=ON -DTUTTI_BUILD_EXAMPLES=ON \
+      -DTUTTI_BUILD_BENCH=ON -DTUTTI_BUILD_TOOLS=ON -DTUTTI_CUDA_ARCHITECTURES="${TUTTI_CUDA_ARCHITECTURES:-80}"
+[[ ${TUTTI_CONFIGURE_ONLY:-0} == 1 ]] && exit 0
 cmake --build "$build" -j "$jobs"
 echo "tutti: build took $(( $(date +%s) - start )) s"
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"

@@ -5,6 +5,8 @@
 #   check.sh resume EXE TUTTI_RUN  — rank 1 is killed mid-run: rank 0 ends naming it (peer_lost); a
 #                                    relaunch resumes from the last checkpoint and finishes. A decoy
 #                                    (same program name, TUTTI_RANK=1, started last) must survive
+#   check.sh codec_refused EXE TUTTI_RUN — a codec the program was not built with (int8: main.cpp lists
+#                                    none and fp16) is refused at once, naming it and the list
 # CTest runs both side by side, and they run the same program: each touches only the processes and
 # files it started itself (pids it was handed, its own job id, its own mktemp directory).
 set -euo pipefail
@@ -86,6 +88,15 @@ resume)
     { cat "$work/b.log"; exit 1; }
   echo "--- relaunch:"; grep -E "resumed|test accuracy" "$work/b.log"
   grep -q "resumed from" "$work/b.log" || { echo "the relaunch did not resume"; exit 1; }
+  ;;
+codec_refused)
+  config gradient_compression int8 >"$work/int8.yaml"
+  rc=0
+  timeout 60 "$exe" --config "$work/int8.yaml" --out "$work/int8" >"$work/int8.log" 2>&1 || rc=$?
+  cat "$work/int8.log"
+  ((rc == 1)) || { echo "expected exit status 1, got $rc"; exit 1; }
+  grep -qF "'int8' is not one of the codecs this program was built with (none, fp16)" "$work/int8.log" ||
+    { echo "the refusal does not name int8 and the program's codecs"; exit 1; }
   ;;
 *) echo "check.sh: unknown mode $mode" >&2; exit 2 ;;
 esac

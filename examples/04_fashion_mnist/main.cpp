@@ -87,6 +87,11 @@ class progress_bar {
   bool tty_;
 };
 
+//! The codecs gradient_compression may select here: Determined's false and true. Each codec listed
+//! compiles train() again (a communicator, its fusion engine and the trainer); list more, or use
+//! tutti::trainer::all_codecs, to offer bf16, int8, topk and onebit too (docs/trainer.md).
+using codecs = tutti::trainer::codec_list<tutti::codec::none, tutti::codec::fp16>;
+
 template <class Codec>
 int train(const arguments& args, tutti::trainer::experiment_config& cfg) {
   using comm_t = tutti::communicator<tutti::transport::shm, tutti::algorithm::automatic, Codec, tutti::fusion::autotuned<>>;
@@ -178,8 +183,8 @@ int main(int argc, char** argv) {
       if (chief) std::fprintf(stderr, "fashion-mnist: warning: %s\n", w.c_str());
     for (const auto& line : tutti::trainer::apply_environment(cfg))
       if (chief) std::fprintf(stderr, "fashion-mnist: %s\n", line.c_str());
-    return tutti::trainer::with_codec(cfg.optimizations.gradient_compression,
-                                      [&]<class Codec>() { return train<Codec>(args, cfg); });
+    return tutti::trainer::with_codec<codecs>(cfg.optimizations.gradient_compression,
+                                              [&]<class Codec>() { return train<Codec>(args, cfg); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fashion-mnist: %s\n", e.what());
     return 1;

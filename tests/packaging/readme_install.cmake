@@ -1,8 +1,9 @@
 # cmake -DSOURCE_DIR=<tutti sources> -DWORK_DIR=<scratch dir> -P readme_install.cmake
 # The README's install recipe, followed literally: the ```sh block after "**Install**" is read from
 # README.md and each command run from SOURCE_DIR, with only its build directory (`build`) and its
-# prefix (`/opt/tutti`) moved into WORK_DIR. Then the install must hold the headers, the CMake
-# package and tutti-run. Also: installing a configured but unbuilt tree must say to build first.
+# prefix (`/opt/tutti`) moved into WORK_DIR. Then the build must be optimised and the install must
+# hold the headers, the CMake package and tutti-run. Also: installing a configured but unbuilt tree
+# must say to build first.
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 file(READ "${SOURCE_DIR}/README.md" readme)
@@ -45,6 +46,13 @@ foreach(line IN LISTS commands)
 endforeach()
 if(ran LESS 3)
   message(FATAL_ERROR "the README's install block has ${ran} commands, expected configure, build, install")
+endif()
+# tutti-run is a program users run: the recipe must build it optimised (a configure with no build
+# type compiles without -O; issue 18).
+file(STRINGS "${WORK_DIR}/build/CMakeCache.txt" build_type REGEX "^CMAKE_BUILD_TYPE:")
+if(NOT build_type MATCHES "=(Release|RelWithDebInfo|MinSizeRel)$")
+  message(FATAL_ERROR "the README's install recipe builds tutti-run without optimisation ('${build_type}'): "
+                      "its configure command must choose -DCMAKE_BUILD_TYPE=Release")
 endif()
 foreach(file bin/tutti-run include/tutti/tutti.hpp share/cmake/tutti/tuttiConfig.cmake)
   if(NOT EXISTS "${WORK_DIR}/prefix/${file}")

@@ -6,7 +6,7 @@
 //! | hyperparameters.global_batch_size | trainer_options::global_batch_size (per slot: global // slots) |
 //! | searcher.max_length, min_validation_period, min_checkpoint_period | trainer_options in batches |
 //! | optimizations.aggregation_frequency, average_aggregated_gradients, average_training_metrics | the same trainer_options |
-//! | optimizations.gradient_compression | the communicator's Codec policy (with_codec) |
+//! | optimizations.gradient_compression | the communicator's Codec policy (with_codec.hpp) |
 //! | optimizations.auto_tune_tensor_fusion | TUTTI_AUTOTUNE for fusion::autotuned |
 //! | optimizations.tensor_fusion_threshold (MB), tensor_fusion_cycle_time (ms) | TUTTI_FUSION_THRESHOLD, TUTTI_CYCLE_TIME |
 //! | dtrain_network_interface | TUTTI_NET_IFACE |
@@ -17,32 +17,15 @@
 #include <string_view>
 #include <vector>
 
-#include "tutti/codec/float16.hpp"
-#include "tutti/codec/int8.hpp"
-#include "tutti/codec/none.hpp"
-#include "tutti/codec/onebit.hpp"
-#include "tutti/codec/topk.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/trainer/any_optimizer.hpp"
 #include "tutti/trainer/config.hpp"
 #include "tutti/trainer/data_parallel_trainer.hpp"
 #include "tutti/trainer/lr_schedule.hpp"
 #include "tutti/trainer/optimizer.hpp"
+#include "tutti/trainer/with_codec.hpp"
 
 namespace tutti::trainer {
-
-//! Calls `f.template operator()<Codec>()` with the codec `name` selects (gradient_compression).
-template <class F>
-decltype(auto) with_codec(std::string_view name, F&& f) {
-  if (name == "none") return f.template operator()<codec::none>();
-  if (name == "fp16") return f.template operator()<codec::fp16>();
-  if (name == "bf16") return f.template operator()<codec::bf16>();
-  if (name == "int8") return f.template operator()<codec::int8>();
-  if (name == "topk") return f.template operator()<codec::topk>();
-  if (name == "onebit") return f.template operator()<codec::onebit>();
-  throw invalid_argument("optimizations.gradient_compression: '" + std::string(name) +
-                         "' is not a codec (none, fp16, bf16, int8, topk, onebit)");
-}
 
 //! Sets the TUTTI_* variables the configuration decides, unless the environment already sets them
 //! (an explicit variable wins, as on Determined's agents); returns one line per decision.
