@@ -39,6 +39,9 @@ namespace tutti::trainer {
 
 //! How a run is set up; from_config.hpp fills it from an experiment_config.
 struct trainer_options {
+  //! resources.slots_per_trial: the ranks the configuration expects; the trainer refuses a
+  //! communicator of another size (0: whatever size the communicator has).
+  std::size_t slots_per_trial = 0;
   std::size_t global_batch_size = 0;
   std::size_t aggregation_frequency = 1;
   bool average_aggregated_gradients = true;
