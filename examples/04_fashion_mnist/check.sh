@@ -5,6 +5,8 @@
 #   check.sh resume EXE TUTTI_RUN  — rank 1 is killed mid-run: rank 0 ends naming it (peer_lost); a
 #                                    relaunch resumes from the last checkpoint and finishes. A decoy
 #                                    (same program name, TUTTI_RANK=1, started last) must survive
+#   check.sh typo EXE TUTTI_RUN    — a misspelt hyperparameter is refused, on every rank, before any
+#                                    communicator starts (no dataset needed: the data load after)
 # CTest runs both side by side, and they run the same program: each touches only the processes and
 # files it started itself (pids it was handed, its own job id, its own mktemp directory).
 set -euo pipefail
@@ -86,6 +88,19 @@ resume)
     { cat "$work/b.log"; exit 1; }
   echo "--- relaunch:"; grep -E "resumed|test accuracy" "$work/b.log"
   grep -q "resumed from" "$work/b.log" || { echo "the relaunch did not resume"; exit 1; }
+  ;;
+typo)
+  # A user's run reported the typo only after every communicator had started (and would have after
+  # waiting for a missing rank): TUTTI_LOG=info prints a communicator's line as soon as one starts.
+  sed -e 's|^  learning_rate:|  learnig_rate:|' "$here/fashion_mnist.yaml" >"$work/typo.yaml"
+  rc=0
+  TUTTI_LOG=info timeout 60 "$tutti_run" -n 2 -- "$exe" --config "$work/typo.yaml" --data "$work/no-data" \
+    --out "$work/out" >"$work/typo.log" 2>&1 || rc=$?
+  cat "$work/typo.log"
+  ((rc != 0)) || { echo "the job did not fail"; exit 1; }
+  n=$(grep -c "unknown hyperparameter 'learnig_rate' (did you mean 'learning_rate'?)" "$work/typo.log" || true)
+  ((n == 2)) || { echo "expected the typo named by both ranks, got $n lines"; exit 1; }
+  if grep -q "info: communicator:" "$work/typo.log"; then echo "a communicator started before the typo was reported"; exit 1; fi
   ;;
 *) echo "check.sh: unknown mode $mode" >&2; exit 2 ;;
 esac
