@@ -7,6 +7,8 @@
 #                                    (same program name, TUTTI_RANK=1, started last) must survive
 #   check.sh codec_refused EXE TUTTI_RUN — a codec the program was not built with (int8: main.cpp lists
 #                                    none and fp16) is refused at once, naming it and the list
+#   check.sh typo EXE TUTTI_RUN    — a misspelt hyperparameter is refused, on every rank, before any
+#                                    communicator starts (no dataset needed: the data load after)
 # CTest runs both side by side, and they run the same program: each touches only the processes and
 # files it started itself (pids it was handed, its own job id, its own mktemp directory).
 set -euo pipefail
@@ -97,6 +99,19 @@ codec_refused)
   ((rc == 1)) || { echo "expected exit status 1, got $rc"; exit 1; }
   grep -qF "'int8' is not one of the codecs this program was built with (none, fp16)" "$work/int8.log" ||
     { echo "the refusal does not name int8 and the program's codecs"; exit 1; }
+  ;;
+typo)
+  # A user's run reported the typo only after every communicator had started (and would have after
+  # waiting for a missing rank): TUTTI_LOG=info prints a communicator's line as soon as one starts.
+  sed -e 's|^  learning_rate:|  learnig_rate:|' "$here/fashion_mnist.yaml" >"$work/typo.yaml"
+  rc=0
+  TUTTI_LOG=info timeout 60 "$tutti_run" -n 2 -- "$exe" --config "$work/typo.yaml" --data "$work/no-data" \
+    --out "$work/out" >"$work/typo.log" 2>&1 || rc=$?
+  cat "$work/typo.log"
+  ((rc != 0)) || { echo "the job did not fail"; exit 1; }
+  n=$(grep -c "unknown hyperparameter 'learnig_rate' (did you mean 'learning_rate'?)" "$work/typo.log" || true)
+  ((n == 2)) || { echo "expected the typo named by both ranks, got $n lines"; exit 1; }
+  if grep -q "info: communicator:" "$work/typo.log"; then echo "a communicator started before the typo was reported"; exit 1; fi
   ;;
 *) echo "check.sh: unknown mode $mode" >&2; exit 2 ;;
 esac

@@ -95,15 +95,8 @@ using codecs = tutti::trainer::codec_list<tutti::codec::none, tutti::codec::fp16
 template <class Codec>
 int train(const arguments& args, tutti::trainer::experiment_config& cfg) {
   using comm_t = tutti::communicator<tutti::transport::shm, tutti::algorithm::automatic, Codec, tutti::fusion::autotuned<>>;
-  auto comm = comm_t::from_env();
-  const bool chief = comm.rank() == 0;
-  if (cfg.slots_per_trial != static_cast<std::size_t>(comm.size()))
-    throw tutti::invalid_argument("resources.slots_per_trial is " + std::to_string(cfg.slots_per_trial) +
-                                  " but the job has " + std::to_string(comm.size()) +
-                                  " ranks: start it with tutti-run -n " + std::to_string(cfg.slots_per_trial));
-
-  auto train_set = fashion_dataset::load(args.data, "train", args.train_records ? args.train_records : SIZE_MAX);
-  auto test_set = fashion_dataset::load(args.data, "t10k");
+  // Everything the configuration decides comes first, so that a misspelt hyperparameter is refused
+  // before any rank starts its communicator (and waits for the others).
   mlp model(static_cast<std::uint64_t>(cfg.number("model_seed", 7)));
   std::vector<bool> one_d_flags;
   for (const auto& p : model.parameters()) one_d_flags.push_back(p.name.ends_with(".bias"));
@@ -111,12 +104,17 @@ int train(const arguments& args, tutti::trainer::experiment_config& cfg) {
   for (std::size_t i = 0; i < one_d_flags.size(); ++i) is_1d[i] = one_d_flags[i];
   auto optimizer = tutti::trainer::optimizer_from(cfg, std::span<const bool>(is_1d.get(), one_d_flags.size()));
   const auto schedule = tutti::trainer::schedule_from(cfg);
-  auto options = tutti::trainer::options_from(cfg, schedule);
+  auto options = tutti::trainer::options_from(cfg, schedule);  // with slots_per_trial: the trainer checks the job
   if (args.max_batches) options.max_batches = args.max_batches;
+  cfg.check_hyperparameters_used();
+
+  auto comm = comm_t::from_env();
+  const bool chief = comm.rank() == 0;
   options.announce = [chief](const std::string& what) {
     if (chief) std::fprintf(stderr, "fashion-mnist: %s\n", what.c_str());
   };
-  cfg.check_hyperparameters_used();
+  auto train_set = fashion_dataset::load(args.data, "train", args.train_records ? args.train_records : SIZE_MAX);
+  auto test_set = fashion_dataset::load(args.data, "t10k");
 
   tutti::trainer::data_parallel_trainer<comm_t, mlp, tutti::trainer::any_optimizer> trainer(comm, model, optimizer, options);
   const auto& ctx = trainer.context();

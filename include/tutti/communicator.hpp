@@ -73,6 +73,20 @@ struct communicator_options {
 
 namespace detail {
 
+//! "2 nodes of 2 ranks each", "2 nodes of 3 and 1 ranks", "1 node of 4 ranks".
+inline std::string nodes_in_words(const std::vector<std::vector<int>>& members) {
+  const std::size_t n = members.size();
+  std::string text = std::to_string(n);
+  text += n == 1 ? " node of " : " nodes of ";
+  const bool even = std::all_of(members.begin(), members.end(), [&](const auto& m) { return m.size() == members[0].size(); });
+  for (std::size_t k = 0; k < (even ? std::min<std::size_t>(n, 1) : n); ++k) {
+    if (k) text += k + 1 == n ? " and " : ", ";
+    text += std::to_string(members[k].size());  // appended piece by piece: GCC 12's -Wrestrict false positive
+  }
+  text += even && n > 1 ? " ranks each" : " ranks";
+  return text;
+}
+
 namespace hana = boost::hana;
 
 template <class P, class = void>
@@ -677,25 +691,18 @@ class communicator {
     else return "(a transport without a name)";
   }
 
-  //! At info, one line per communicator: who it is, what it is made of, where it runs.
+  //! At info, one line per communicator: who it is, what it is made of (what an algorithm such as
+  //! automatic resolved to, when it says), where it runs.
   void announce(const std::string& origin) const {
     if (!log_enabled(log_level::info)) return;
+    std::string algorithm(algorithm_type::name);
+    if constexpr (requires(const transport_type& t) { std::string(algorithm_type::resolved(t)); })
+      algorithm += " (" + std::string(algorithm_type::resolved(*transport_)) + ")";
     std::string line = "communicator: rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
-                       "; transport " + transport_name() + " (" + origin + "); algorithm " +
-                       std::string(algorithm_type::name) + "; codec " + std::string(codec_type::name) +
-                       "; fusion " + std::string(fusion_type::name);
-    if constexpr (requires(const transport_type& t) { t.nodes().members; }) {
-      const auto& members = transport_->nodes().members;
-      // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "..." + to_string().
-      line += "; ";
-      line += std::to_string(members.size());
-      line += " node(s) of";
-      for (const auto& m : members) {
-        line += ' ';
-        line += std::to_string(m.size());
-      }
-      line += " rank(s)";
-    }
+                       "; transport " + transport_name() + " (" + origin + "); algorithm " + algorithm +
+                       "; codec " + std::string(codec_type::name) + "; fusion " + std::string(fusion_type::name);
+    if constexpr (requires(const transport_type& t) { t.nodes().members; })
+      line += "; " + detail::nodes_in_words(transport_->nodes().members);
     if constexpr (requires(const transport_type& t) { std::string(t.node_id()); })
       line += "; node " + std::string(transport_->node_id());
     log(log_level::info, rank(), line);

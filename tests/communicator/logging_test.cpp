@@ -1,7 +1,8 @@
 //! What TUTTI_LOG shows a user: at info one line per communicator (rank/world, transport,
 //! algorithm, codec, fusion, node); at debug one line per collective with its kind, count, dtype,
 //! op, algorithm and duration; a warning when from_env() finds no launcher; one rank prefix per
-//! line. stderr is redirected to a file while each case runs.
+//! line; what algorithm::automatic resolved to and the nodes in plain words. stderr is redirected
+//! to a file while each case runs (forked ranks write to the same file).
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <tutti/testing/node_aware_world.hpp>
 #include <tutti/tutti.hpp>
 
 namespace {
@@ -113,4 +115,32 @@ TEST_CASE("logging: from_env() without any launcher warns that the process runs 
   });
   CHECK_MESSAGE(text.find("[tutti 0] warn: no launcher's variables found") != std::string::npos, text);
   CHECK_MESSAGE(text.find("runs alone, as rank 0 of 1; start it with tutti-run -n N") != std::string::npos, text);
+}
+
+TEST_CASE("logging: info says what algorithm::automatic resolved to, and the node layout in words") {
+  using auto_comm = tutti::communicator<tutti::transport::inproc, tutti::algorithm::automatic>;
+  const std::string flat = captured_stderr(tutti::log_level::info, [] {
+    tutti::transport::inproc::run(2, [](tutti::transport::inproc& t) { auto_comm comm(t); });
+  });
+  CAPTURE(flat);
+  CHECK(lines_matching(flat, R"(; algorithm automatic \(ring\); codec none;)").size() == 2);
+
+  // Over a node-aware transport: hierarchical<direct, ring> on even nodes, the flat ring otherwise.
+  // A user saw "2 node(s) of 2 2 rank(s)" here.
+  using node_comm = tutti::communicator<tutti::testing::shm_node_aware, tutti::algorithm::automatic>;
+  const auto announced = [](std::vector<std::string> ids) {
+    return captured_stderr(tutti::log_level::info, [&] {
+      const int world = static_cast<int>(ids.size());
+      auto results = tutti::testing::fork_ranks(
+          world, [&](const tutti::rank_info& info) { node_comm comm(tutti::testing::make_shm_node_aware(info, ids)); });
+      tutti::testing::throw_if_any_failed(results, "node_aware<shm, shm>");
+    });
+  };
+  const std::string even = announced({"a", "a", "b", "b"});
+  CAPTURE(even);
+  CHECK(lines_matching(even, R"(; algorithm automatic \(hierarchical<direct, ring>\); .*; 2 nodes of 2 ranks each; )").size() == 4);
+  const std::string uneven = announced({"a", "a", "b"});
+  CAPTURE(uneven);
+  CHECK(lines_matching(uneven, R"(; algorithm automatic \(ring: the nodes hold different numbers of ranks\); .*; )"
+                               R"(2 nodes of 2 and 1 ranks; )").size() == 3);
 }

@@ -71,7 +71,7 @@ TEST_CASE("engine over processes: TUTTI_FUSION_THRESHOLD differing across ranks 
   testing::throw_if_any_failed(results, "threshold mismatch");
 }
 
-TEST_CASE("engine over processes: a rank that dies is named by every survivor's pending handles") {
+TEST_CASE("engine over processes: a rank that dies is named by every survivor's pending handles, with the tensor") {
   auto results = testing::fork_ranks(3, [](const rank_info& info) {
     shm_comm comm(std::make_unique<transport::shm>(info));
     std::vector<float> warm(1000, 1.f), b(1000, 1.f);
@@ -83,6 +83,9 @@ TEST_CASE("engine over processes: a rank that dies is named by every survivor's 
     } catch (const peer_lost& e) {
       require(e.peer() == 2, std::string("blamed rank ") + std::to_string(e.peer()) + ": " + e.what());
       require(std::string(e.what()).find("rank 2") != std::string::npos, e.what());
+      // docs/errors.md: every message names the collective (rank 0 saw the loss in the engine's
+      // negotiation, rank 1 heard of it from rank 0: neither message had a collective in it).
+      require(std::string(e.what()).find("allreduce_async 'b'") != std::string::npos, e.what());
       return;
     }
     throw std::runtime_error("no peer_lost");

@@ -4,6 +4,7 @@
 // bit-identical weights and refuse corruption.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -308,4 +309,31 @@ TEST_CASE("trainer: with an error-feedback codec (topk) each rank's residuals ar
   CHECK_THROWS_WITH_AS(train<topk_comm>(3, second), doctest::Contains("feedback-000000000016.rank1, which is missing"),
                        invalid_argument);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("trainer: a job whose ranks differ from resources.slots_per_trial is refused on every rank before training") {
+  // Seen by a user: 3 slots configured, 2 ranks started; the run trained 2 × 32 records while the
+  // configuration's warning spoke of 21 per slot.
+  auto o = base_options(64);
+  o.slots_per_trial = 3;
+  synthetic_data data(600), held_out(97, 11);
+  std::atomic<int> steps{0};
+  auto errors = transport::inproc::run(2, [&](transport::inproc& t) {
+    comm_t comm(t);
+    linear_model m(42);
+    sgd opt(sgd_options{});
+    data_parallel_trainer<comm_t, linear_model, sgd> trainer(comm, m, opt, o);
+    trainer.fit(data, held_out, [&](const step_report&) { ++steps; });
+  });
+  CHECK(steps.load() == 0);
+  REQUIRE(errors.size() == 2);
+  for (std::size_t r = 0; r < errors.size(); ++r) {
+    CAPTURE(r);
+    REQUIRE(errors[r] != nullptr);
+    const std::string expected =
+        "rank " + std::to_string(r) + ": data_parallel_trainer: resources.slots_per_trial is 3 but the job has 2 ranks";
+    CHECK_THROWS_WITH_AS(std::rethrow_exception(errors[r]), doctest::Contains(expected.c_str()), invalid_argument);
+  }
+  o.slots_per_trial = 2;  // the same run with the right number trains
+  CHECK(train(2, o).steps.size() == 24);
 }

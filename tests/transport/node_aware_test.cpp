@@ -4,6 +4,7 @@
 //! compressing the inter-node level only, as a multi-node job runs them.
 #include <cstdlib>
 #include <thread>
+#include <regex>
 
 #include <tutti/testing/compressed_conformance.hpp>
 #include <tutti/testing/conformance.hpp>
@@ -133,4 +134,33 @@ TEST_CASE("communicator: a collective that some ranks never call times out namin
     throw error("no timeout");
   });
   for (std::size_t r = 0; r < results.size(); ++r) CHECK_MESSAGE(results[r].exit_code == 0, results[r].error);
+
+TEST_CASE("node_aware: a lost peer on this node is named by job ranks only, never the node transport's local ones") {
+  using namespace tutti;
+  // Ranks 1 and 3 share node b, where the node transport numbers them 0 and 1. Rank 1 leaves while
+  // rank 3 waits for it; a user saw "rank 3: rank 1 on this node is lost (the node transport numbers
+  // it local rank 0): rank 1: receive of 4 bytes from rank 0: rank 0 is gone" — ranks 1 and 0 of
+  // the last part being node b's local numbers.
+  const std::vector<std::string> ids{"a", "b", "a", "b"};
+  auto results = fork_ranks(4, [&](const rank_info& info) {
+    auto t = make_shm_node_aware(info, ids);
+    if (info.rank == 1) ::_exit(0);
+    if (info.rank != 3) return;
+    int got = 0;
+    auto r = t->recv(1, 3, &got, sizeof got);
+    try {
+      t->wait(r, deadline::after(std::chrono::seconds(10)));
+    } catch (const peer_lost& e) {
+      if (e.peer() != 1) throw error("peer_lost names rank " + std::to_string(e.peer()));
+      const std::string what = e.what();
+      const std::regex rank_number(R"(rank (\d+))");
+      for (std::sregex_iterator m(what.begin(), what.end(), rank_number), end; m != end; ++m)
+        if ((*m)[1] != "1" && (*m)[1] != "3") throw error("a rank number that is not rank 1's or 3's: " + what);
+      if (what.find("local rank") != std::string::npos) throw error("a local rank in the text: " + what);
+      if (what.find("receive of 4 bytes from rank 1") == std::string::npos) throw error("the operation is not named: " + what);
+      return;
+    }
+    throw error("no peer_lost");
+  });
+  for (int r : {0, 2, 3}) CHECK_MESSAGE(results[static_cast<std::size_t>(r)].exit_code == 0, results[static_cast<std::size_t>(r)].error);
 }

@@ -8,6 +8,7 @@
 //! size measured (bench/results/, docs/tuning.md); across hosts, hierarchical sends each byte over
 //! the network once per node instead of once per rank (bench/results/ for the namespace runs).
 #pragma once
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -38,6 +39,23 @@ struct automatic {
   //! The algorithm this picks for a transport (for a node-aware one: when its nodes are even).
   template <class Transport>
   using for_transport = std::conditional_t<spans_nodes<Transport>, across_nodes_for<Transport>, flat_for<Transport>>;
+
+  //! What this picks over `t`, for the communicator's info line: "hierarchical<direct, ring>",
+  //! "direct", or the flat ring with the reason when a node-aware transport's nodes are uneven.
+  template <class Transport>
+  [[nodiscard]] static std::string resolved(const Transport& t) {
+    if constexpr (spans_nodes<Transport>) {
+      const std::string hierarchical = "hierarchical<" + std::string(flat_for<typename transport::node_level<Transport>::type>::name) + ", ring>";
+      if constexpr (requires { t.nodes().even(); }) {
+        if (!t.nodes().even()) return "ring: the nodes hold different numbers of ranks";
+        return hierarchical;
+      } else {
+        return hierarchical + " on even nodes, else ring";
+      }
+    } else {
+      return std::string(flat_for<Transport>::name);
+    }
+  }
 
   //! As direct does; ring and hierarchical leave the check to the communicator.
   template <class Transport>

@@ -1,5 +1,6 @@
 //! @file error.hpp  The tutti::error hierarchy: every failure a user can see is one of these.
 #pragma once
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -44,5 +45,31 @@ class transport_error : public error {
  public:
   using error::error;
 };
+
+//! The same kind of error with `prefix` before its message (peer_lost keeps its peer): for a layer
+//! that learns which call a failure broke after the failure was made (the fusion engine's handles).
+//! Anything that is not a tutti::error comes back unchanged.
+[[nodiscard]] inline std::exception_ptr prefixed(std::exception_ptr e, const std::string& prefix) noexcept {
+  if (!e) return e;
+  try {
+    try {
+      std::rethrow_exception(e);
+    } catch (const peer_lost& x) {
+      return std::make_exception_ptr(peer_lost(x.peer(), prefix + x.what()));
+    } catch (const invalid_argument& x) {
+      return std::make_exception_ptr(invalid_argument(prefix + x.what()));
+    } catch (const mismatch& x) {
+      return std::make_exception_ptr(mismatch(prefix + x.what()));
+    } catch (const timeout& x) {
+      return std::make_exception_ptr(timeout(prefix + x.what()));
+    } catch (const transport_error& x) {
+      return std::make_exception_ptr(transport_error(prefix + x.what()));
+    } catch (const error& x) {
+      return std::make_exception_ptr(error(prefix + x.what()));
+    }
+  } catch (...) {
+  }
+  return e;
+}
 
 }  // namespace tutti

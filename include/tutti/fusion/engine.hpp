@@ -93,7 +93,7 @@ class engine {
     auto state = std::make_shared<completion>(name, std::move(cb));
     {
       std::lock_guard lock(mutex_);
-      if (dead_) std::rethrow_exception(dead_);
+      if (dead_) std::rethrow_exception(prefixed(dead_, "rank " + std::to_string(rank_) + ": allreduce_async '" + name + "': "));
       if (!in_use_.insert(name).second)
         throw invalid_argument("rank " + std::to_string(rank_) + ": allreduce_async '" + name +
                                "': a tensor of this name is already pending on this rank (wait on its handle first)");
@@ -120,7 +120,7 @@ class engine {
                             "beside the fusion engine's collectives)");
     }
     if (blocking_granted_ >= mine) return true;
-    if (dead_) std::rethrow_exception(dead_);
+    if (dead_) std::rethrow_exception(prefixed(dead_, where));  // named by the blocking call too
     return false;
   }
   void leave_blocking() {
@@ -192,7 +192,7 @@ class engine {
     for (auto& [name, e] : pending_) left.push_back(e);
     pending_.clear();
     turn_.notify_all();
-    for (auto& e : left) finish(*e, failure ? failure : dead_);
+    for (auto& e : left) finish(*e, prefixed(failure ? failure : dead_, handle_prefix(*e)));
     if (timeline_) timeline_->flush();
   }
 
@@ -435,7 +435,7 @@ class engine {
     } catch (...) {
       // The job is broken (a peer lost, a deadline passed): these tensors fail with it, then the
       // engine stops and fails the rest.
-      for (auto& e : batch) finish(*e, std::current_exception());
+      for (auto& e : batch) finish(*e, prefixed(std::current_exception(), handle_prefix(*e)));
       throw;
     }
     const auto unpacked = clock::now();
@@ -513,6 +513,12 @@ class engine {
       turn_.wait(lock, [&] { return blocking_done_ >= blocking_granted_ || blocking_abandoned_; });
       if (blocking_abandoned_) throw timeout("rank " + std::to_string(rank_) + ": fusion engine: a blocking collective gave up waiting for its turn");
     }
+  }
+
+  //! The failure of a whole batch or of the engine is about the job, not one tensor: each handle's
+  //! copy says which call it broke (docs/errors.md: every message names the collective).
+  [[nodiscard]] std::string handle_prefix(const entry& e) const {
+    return "rank " + std::to_string(rank_) + ": allreduce_async '" + e.name + "': ";
   }
 
   void finish(entry& e, std::exception_ptr error) {

@@ -39,6 +39,9 @@ namespace tutti::trainer {
 
 //! How a run is set up; from_config.hpp fills it from an experiment_config.
 struct trainer_options {
+  //! resources.slots_per_trial: the ranks the configuration expects; the trainer refuses a
+  //! communicator of another size (0: whatever size the communicator has).
+  std::size_t slots_per_trial = 0;
   std::size_t global_batch_size = 0;
   std::size_t aggregation_frequency = 1;
   bool average_aggregated_gradients = true;
@@ -92,7 +95,7 @@ class data_parallel_trainer {
         optimizer_(optimizer),
         options_(std::move(options)),
         params_(model.parameters()),
-        context_{batch_plan::make(options_.global_batch_size, static_cast<std::size_t>(comm.size())), comm.rank()} {
+        context_{plan_for(options_, comm), comm.rank()} {
     if (options_.aggregation_frequency == 0) throw invalid_argument("optimizations.aggregation_frequency must be at least 1");
     if (options_.max_batches == 0) throw invalid_argument("searcher.max_length must be at least one batch");
     accumulated_.resize(params_.size());
@@ -193,6 +196,19 @@ class data_parallel_trainer {
   }
 
  private:
+  //! The batch plan for the ranks that started, refused (on every rank alike, before any data
+  //! moves) when they are not the slots the configuration asked for: the shares would silently be
+  //! global ÷ ranks, not the global ÷ slots the configuration's own warning computed.
+  static batch_plan plan_for(const trainer_options& o, const Communicator& comm) {
+    const auto ranks = static_cast<std::size_t>(comm.size());
+    if (o.slots_per_trial != 0 && o.slots_per_trial != ranks)
+      throw invalid_argument("rank " + std::to_string(comm.rank()) + ": data_parallel_trainer: resources.slots_per_trial is " +
+                             std::to_string(o.slots_per_trial) + " but the job has " + std::to_string(ranks) +
+                             " ranks: start it with tutti-run -n " + std::to_string(o.slots_per_trial) +
+                             ", or set slots_per_trial to " + std::to_string(ranks));
+    return batch_plan::make(o.global_batch_size, ranks);
+  }
+
   static double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
   //! Called by backward as parameter i's gradient becomes final.

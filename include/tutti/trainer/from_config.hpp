@@ -102,6 +102,7 @@ inline any_optimizer optimizer_from(const experiment_config& c, std::span<const 
 //! The trainer's options from the configuration (lengths in batches; the schedule by epoch).
 inline trainer_options options_from(const experiment_config& c, const lr_schedule& schedule) {
   trainer_options o;
+  o.slots_per_trial = c.slots_per_trial;
   o.global_batch_size = c.global_batch_size;
   o.aggregation_frequency = c.optimizations.aggregation_frequency;
   o.average_aggregated_gradients = c.optimizations.average_aggregated_gradients;

@@ -77,9 +77,12 @@ class group {
     const int p = e.peer();
     if (job_ranks_.empty() || p < 0 || p >= static_cast<int>(job_ranks_.size())) throw;
     const int job_rank = job_ranks_[static_cast<std::size_t>(p)];
+    // A parent that names job ranks in its text (transport::shm under node_aware: name_ranks)
+    // needs only the number translated; another one's text keeps its local numbers, marked so.
+    if constexpr (requires(Parent& t, std::vector<int> names) { t.name_ranks(names); }) throw peer_lost(job_rank, e.what());
     throw peer_lost(job_rank, "rank " + std::to_string(job_ranks_[static_cast<std::size_t>(parent_->rank())]) +
-                                  ": rank " + std::to_string(job_rank) + " on this node is lost (the node transport " +
-                                  "numbers it local rank " + std::to_string(p) + "): " + e.what());
+                                  ": rank " + std::to_string(job_rank) + " on this node is lost; the node transport, "
+                                  "which numbers this node's ranks by local index, said: " + e.what());
   }
 
   int map(int peer) const {

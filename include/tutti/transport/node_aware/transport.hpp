@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tutti/bootstrap/node.hpp"
 #include "tutti/core/deadline.hpp"
@@ -68,6 +69,7 @@ class node_aware {
       throw invalid_argument(me + "the intra-node transport is rank " + std::to_string(intra_->rank()) + " of " +
                              std::to_string(intra_->world_size()) + "; this node has " + std::to_string(node.size()) +
                              " ranks and this rank is local rank " + std::to_string(local_rank()));
+    if constexpr (names_job_ranks) intra_->name_ranks(node);  // its messages then say job ranks only
   }
 
   node_aware(const node_aware&) = delete;
@@ -143,7 +145,11 @@ class node_aware {
   }
   [[nodiscard]] int local(int peer) const noexcept { return map_.local_of[static_cast<std::size_t>(peer)]; }
 
-  //! Intra numbers the node's ranks by local index: a loss it reports names the job's rank.
+  //! Whether Intra can write job ranks in its messages (transport::shm can: name_ranks).
+  static constexpr bool names_job_ranks = requires(Intra& t, std::vector<int> names) { t.name_ranks(names); };
+
+  //! Intra numbers the node's ranks by local index: a loss it reports names the job's rank. Its
+  //! text already does when it names job ranks; another Intra's text is kept, its numbers marked local.
   bool near_test(typename Intra::request& r) {
     try {
       return intra_->test(r);
@@ -151,9 +157,10 @@ class node_aware {
       const auto& node = map_.members[static_cast<std::size_t>(map_.node_of[static_cast<std::size_t>(rank_)])];
       const int lost = e.peer() >= 0 && e.peer() < static_cast<int>(node.size()) ? node[static_cast<std::size_t>(e.peer())]
                                                                                  : e.peer();
+      if constexpr (names_job_ranks) throw peer_lost(lost, e.what());
       throw peer_lost(lost, "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost) +
-                                " on this node is lost (the node transport numbers it local rank " +
-                                std::to_string(e.peer()) + "): " + e.what());
+                                " on this node is lost; the node transport, which numbers this node's ranks by local "
+                                "index, said: " + e.what());
     }
   }
 

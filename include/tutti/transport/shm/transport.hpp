@@ -125,11 +125,11 @@ class shm {
         pool_(options.pool_bytes, options.debug_pool) {
     info.validate();
     if (info.job_id.empty())
-      throw invalid_argument("rank " + std::to_string(rank_) +
+      throw invalid_argument("rank " + label(rank_) +
                              ": transport::shm needs a job id (TUTTI_JOB_ID, set by tutti-run) to name its segments");
     for (char c : info.job_id)
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'))
-        throw invalid_argument("rank " + std::to_string(rank_) + ": job id '" + info.job_id +
+        throw invalid_argument("rank " + label(rank_) + ": job id '" + info.job_id +
                                "' may only hold letters, digits, '-' and '_'");
     // More ranks on this host than cores we may run on: a waiting rank yields at once.
     cpu_set_t cpus;
@@ -154,6 +154,15 @@ class shm {
   [[nodiscard]] int world_size() const noexcept { return world_; }
   //! The node this rank runs on (rank_info::node_id), for hierarchical algorithms' grouping.
   [[nodiscard]] const std::string& node_id() const noexcept { return node_id_; }
+
+  //! From now on every message names rank r as `job_ranks[r]`: a node_aware job's node transport
+  //! numbers the node's ranks by local index, and its errors reach users who know only job ranks.
+  void name_ranks(std::vector<int> job_ranks) {
+    if (job_ranks.size() != static_cast<std::size_t>(world_))
+      throw invalid_argument("rank " + label(rank_) + ": transport::shm::name_ranks: " + std::to_string(job_ranks.size()) +
+                             " names for " + std::to_string(world_) + " ranks");
+    names_ = std::move(job_ranks);
+  }
 
   [[nodiscard]] request send(int peer, std::uint64_t tag, const void* data, std::size_t bytes) {
     op_state* op = acquire(peer, tag, bytes, true);
@@ -222,7 +231,7 @@ class shm {
   //! of its operations, so nothing can write into them afterwards.
   void abort() noexcept {
     if (auto* h = header(rank_)) h->gone.store(1, std::memory_order_release);
-    if (broken_.empty()) broken_ = "rank " + std::to_string(rank_) + ": transport::shm was aborted";
+    if (broken_.empty()) broken_ = "rank " + label(rank_) + ": transport::shm was aborted";
     for (auto* queues : {&sends_, &recvs_}) {
       for (auto& q : *queues) {
         while (q.head) {
@@ -256,7 +265,7 @@ class shm {
     try {
       offset = pool_.allocate(bytes);
     } catch (const invalid_argument& e) {
-      throw invalid_argument("rank " + std::to_string(rank_) + ": " + e.what());
+      throw invalid_argument("rank " + label(rank_) + ": " + e.what());
     }
     std::byte* p = pool(rank_) + offset;
     if (pool_.debug()) protect(p, pool_.block_size(offset), PROT_READ | PROT_WRITE, "allocate");
@@ -269,7 +278,7 @@ class shm {
     const auto where = [&] {
       char text[40];
       std::snprintf(text, sizeof text, "%p", p);
-      return "rank " + std::to_string(rank_) + ": transport::shm::deallocate(" + text + "): ";
+      return "rank " + label(rank_) + ": transport::shm::deallocate(" + text + "): ";
     };
     if (b < pool(rank_) || b >= pool(rank_) + layout_.pool_bytes)
       throw invalid_argument(where() + "this pointer is not in this rank's registered pool (it was not returned by "
@@ -322,12 +331,12 @@ class shm {
     while (f->value[slot].load(std::memory_order_acquire) < value) {
       if (b.check_clock()) {
         if (peer_gone(r) && f->value[slot].load(std::memory_order_acquire) < value) {
-          broken_ = "rank " + std::to_string(rank_) + ": waiting for rank " + std::to_string(r) +
-                    " in a one-sided step: rank " + std::to_string(r) + " is gone (peer lost)";
+          broken_ = "rank " + label(rank_) + ": waiting for rank " + label(r) +
+                    " in a one-sided step: rank " + label(r) + " is gone (peer lost)";
           throw peer_lost(r, broken_);
         }
         if (until.passed()) {
-          broken_ = "rank " + std::to_string(rank_) + ": waiting for rank " + std::to_string(r) +
+          broken_ = "rank " + label(rank_) + ": waiting for rank " + label(r) +
                     " in a one-sided step did not complete before the deadline (TUTTI_TIMEOUT)";
           throw tutti::timeout(broken_);
         }
@@ -391,7 +400,7 @@ class shm {
           break;
         seg = segment{};
         if (until.passed())
-          throw tutti::timeout("rank " + std::to_string(rank_) + ": transport::shm: rank " + std::to_string(p) +
+          throw tutti::timeout("rank " + label(rank_) + ": transport::shm: rank " + label(p) +
                         " did not create its segment /dev/shm" + segment_name(job, p) +
                         " before the deadline (is it running, with the same TUTTI_JOB_ID and world size?)");
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -400,7 +409,7 @@ class shm {
       if (ph->world_size != static_cast<std::uint32_t>(world_) || ph->slots != layout_.slots ||
           ph->slot_bytes != layout_.slot_bytes || ph->stage_bytes != layout_.stage_bytes ||
           ph->pool_bytes != layout_.pool_bytes || seg.size() < layout_.total_bytes())
-        throw invalid_argument("rank " + std::to_string(rank_) + ": transport::shm: rank " + std::to_string(p) +
+        throw invalid_argument("rank " + label(rank_) + ": transport::shm: rank " + label(p) +
                                " has world_size " + std::to_string(ph->world_size) + ", " + std::to_string(ph->slots) +
                                " slots of " + std::to_string(ph->slot_bytes) + " bytes; this rank has " +
                                std::to_string(world_) + ", " + std::to_string(layout_.slots) + " of " +
@@ -421,10 +430,10 @@ class shm {
       for (int p = 0; p < world_; ++p)
         // gone first: its flag is raised after mapped_all, so seeing it means seeing mapped_all
         if (p != rank_ && peer_gone(p) && !header(p)->mapped_all.load(std::memory_order_acquire))
-          throw peer_lost(p, "rank " + std::to_string(rank_) + ": transport::shm: rank " + std::to_string(p) +
+          throw peer_lost(p, "rank " + label(rank_) + ": transport::shm: rank " + label(p) +
                                  " died while the job was starting");
       if (until.passed())
-        throw tutti::timeout("rank " + std::to_string(rank_) + ": transport::shm: only " +
+        throw tutti::timeout("rank " + label(rank_) + ": transport::shm: only " +
                       std::to_string(h->attached.load()) + " of " + std::to_string(world_ - 1) +
                       " peers attached before the deadline");
       b.pause();
@@ -451,7 +460,7 @@ class shm {
   //! Debug pool: page protection of a block of this rank's pool (whole pages in that mode).
   void protect(std::byte* p, std::size_t bytes, int prot, const char* during) const {
     if (::mprotect(p, bytes, prot) != 0)
-      throw transport_error("rank " + std::to_string(rank_) + ": TUTTI_DEBUG_POOL: mprotect during " + during +
+      throw transport_error("rank " + label(rank_) + ": TUTTI_DEBUG_POOL: mprotect during " + during +
                             " failed: " + std::strerror(errno));
   }
 
@@ -481,7 +490,7 @@ class shm {
 
   [[noreturn]] void lost(request& r) {
     const int peer = r.op->peer;
-    const std::string what = describe(*r.op) + ": rank " + std::to_string(peer) + " is gone (peer lost)";
+    const std::string what = describe(*r.op) + ": rank " + label(peer) + " is gone (peer lost)";
     // Only the streams with `peer` are lost (every later operation with it fails the same way); the
     // others still work, so a survivor can tell the rest who was lost (the fusion engine's
     // coordinator does) before it aborts.
@@ -489,8 +498,8 @@ class shm {
   }
 
   [[nodiscard]] std::string describe(const op_state& op) const {
-    return "rank " + std::to_string(rank_) + ": " + (op.is_send ? "send of " : "receive of ") + std::to_string(op.bytes) +
-           " bytes " + (op.is_send ? "to" : "from") + " rank " + std::to_string(op.peer);
+    return "rank " + label(rank_) + ": " + (op.is_send ? "send of " : "receive of ") + std::to_string(op.bytes) +
+           " bytes " + (op.is_send ? "to" : "from") + " rank " + label(op.peer);
   }
 
   //! Copies queued sends to `peer` into its ring for us, fragment by fragment, while slots are free.
@@ -530,9 +539,9 @@ class shm {
         auto* h = slot(base, peer, expected);
         if (h->seq.load(std::memory_order_acquire) != expected + 1) return;  // nothing new yet
         if (!op->started && (!h->first || h->tag != op->tag || h->message_bytes != op->bytes)) {
-          broken_ = "rank " + std::to_string(rank_) + ": receive from rank " + std::to_string(peer) + " expected " +
+          broken_ = "rank " + label(rank_) + ": receive from rank " + label(peer) + " expected " +
                     std::to_string(op->bytes) + " bytes with tag " + std::to_string(op->tag) +
-                    " but rank " + std::to_string(peer) + " sent " + std::to_string(h->message_bytes) +
+                    " but rank " + label(peer) + " sent " + std::to_string(h->message_bytes) +
                     " bytes with tag " + std::to_string(h->tag) + " (receives must be posted in the order sent)";
           op->failure = broken_;
           op->status = op_failed;
@@ -568,6 +577,13 @@ class shm {
   std::uint64_t epoch_ = 0;       //!< one-sided steps taken; equal on all ranks between collectives
   unsigned spin_rounds_ = backoff::default_spin_rounds;  //!< 0 when ranks outnumber usable cores
   std::string broken_;  //!< non-empty once the transport cannot be used any more
+  std::vector<int> names_;  //!< the job's rank of each rank here, for messages (name_ranks); empty: the same
+
+  //! How messages name rank r (the job's number once name_ranks() was called).
+  [[nodiscard]] std::string label(int r) const {
+    const bool named = r >= 0 && static_cast<std::size_t>(r) < names_.size();
+    return std::to_string(named ? names_[static_cast<std::size_t>(r)] : r);
+  }
 };
 
 static_assert(transport_policy<shm>, "transport::shm must satisfy tutti::transport_policy");
