@@ -134,6 +134,7 @@ TEST_CASE("communicator: a collective that some ranks never call times out namin
     throw error("no timeout");
   });
   for (std::size_t r = 0; r < results.size(); ++r) CHECK_MESSAGE(results[r].exit_code == 0, results[r].error);
+}
 
 TEST_CASE("node_aware: a lost peer on this node is named by job ranks only, never the node transport's local ones") {
   using namespace tutti;

@@ -313,10 +313,12 @@ TEST_CASE("ucx: a rank that leaves while the others wait on it is named by them 
   });
   INFO(out[0], "\n", out[1], "\n", out[2]);
   for (int r = 0; r < 2; ++r) {
-    CHECK(contains(out[r], "peer_lost(2): rank " + std::to_string(r) +
-                               ": transport::ucx receive of 1 bytes from rank 2 with tag 7: rank 2 left the job"));
+    CHECK(contains(out[r], "peer_lost(2): rank " + std::to_string(r) + ": transport::ucx receive of 1 bytes from rank 2"));
     CHECK(std::stod(out[r].substr(out[r].rfind(" after ") + 7)) < 2.5);
   }
+  // The first to look finds the announcement; rank 2 is then released and exits, which the other
+  // may see first as a broken connection: either way it names rank 2 in time.
+  CHECK(contains(out[0] + out[1], "rank 2 left the job (peer lost): its transport was closed"));
   REQUIRE(contains(out[2], "left in "));
   CHECK(std::stod(out[2].substr(8)) < 3.0);
   CHECK(seconds_since(t0) < 10.0);
@@ -365,7 +367,11 @@ TEST_CASE("ucx: waits that pass their deadline throw timeout naming rank, peer, 
       auto s = t.send(1, 6, buf.data(), buf.size());  // too large to go eagerly; rank 1 never receives it
       report = outcome([&] { t.wait(s, deadline::after(1s)); });
     }
-    return report + " after " + std::to_string(seconds_since(t0));
+    report += " after " + std::to_string(seconds_since(t0));
+    // Stay until the other's deadline has surely passed too: a rank that leaves first would be
+    // reported to it as having left (peer_lost), which is right, but not what this test checks.
+    std::this_thread::sleep_for(1s);
+    return report;
   });
   INFO(out[0], "\n", out[1]);
   CHECK(contains(out[1], "timeout: rank 1: transport::ucx receive of 64 bytes from rank 0 with tag 5 did not complete "

@@ -151,13 +151,19 @@ struct ring {
       if (pos < n - 1) {
         auto rq = c.recv(from, incoming, len * esz);
         c.wait(rq);
-        c.wait(sends[k % window]);  // the slot we reduce into is free again
+        c.wait(sends[k % window]);  // the slot we reduce into is free again (waiting twice is free)
         std::byte* target = pos == 0 ? dst + first * esz : partial + (k % window) * chunk * esz;
         tutti::reduce(t, o, target, mine, incoming, len);
         if (pos == 0 && o == op::avg) finish_avg(t, target, len, n);
         result = target;
       }
-      if (pos > 0) sends[k % window] = c.send(to, result, len * esz);
+      if (pos > 0) {
+        // The chain's last rank reduces nothing, so only here is the slot's earlier send waited
+        // for: without it, that rank left one request per chunk outstanding and failed past the
+        // transport's 1024 (a 512 MiB reduce at the default chunk; found by 8 KiB chunks in the suite).
+        c.wait(sends[k % window]);
+        sends[k % window] = c.send(to, result, len * esz);
+      }
     }
     for (auto& s : sends) c.wait(s);
   }

@@ -3,7 +3,7 @@
 //!
 //! Instantiate with TEST_CASE_TEMPLATE_INVOKE(compressed_allreduce_conformance,
 //! your_world<your_algorithm, layout, codec::fp16>). For world sizes 1-9 and counts 0, 1, 7, 1009
-//! and 1,000,003, sum and avg, in place and out of place, each element k must satisfy
+//! and 100,003 (suite_sizes.hpp), sum and avg, in place and out of place, each element k must satisfy
 //!
 //!   |out[k] - y[k]| <= sum_i E(x_i[k] s, B_i) + (n + 2) u sum_i (|x_i[k] s| + E_i) + E(|y[k]| + d, B_y + d)
 //!
@@ -18,6 +18,8 @@
 //! nothing is written outside the output.
 #pragma once
 #include <doctest/doctest.h>
+
+#include <tutti/testing/suite_sizes.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -36,7 +38,7 @@
 namespace tutti::testing {
 
 inline const std::vector<std::size_t>& compressed_counts() {
-  static const std::vector<std::size_t> counts = {0, 1, 7, 1009, 1000003};
+  static const std::vector<std::size_t> counts = {0, 1, 7, 1009, large_count};
   return counts;
 }
 
@@ -146,6 +148,7 @@ std::size_t compressed_allreduce_failures(std::string& log_text, std::vector<int
     const std::size_t slots = cases.size() * 2;  // in place and out of place
     shared_hashes hashes(slots * static_cast<std::size_t>(world));
     failure_log log;
+    use_suite_chunk();
     World::run(world, [&](auto& comm) {
       const int r = comm.rank();
       guarded_buffer in, out;

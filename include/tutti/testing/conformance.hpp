@@ -2,7 +2,7 @@
 //!
 //! A World (see inproc_world.hpp) says how ranks are made; its communicator type fixes the
 //! transport and algorithm. Each TEST_CASE_TEMPLATE_DEFINE below checks one collective against a
-//! plain reference for world sizes 1-9, counts 0, 1, 2, 7, 1009 and 1,000,003 (see runs_at), every dtype and op,
+//! plain reference for world sizes 1-9, counts 0, 1, 2, 7, 1009 and 100,003 (suite_sizes.hpp, runs_at), every dtype and op,
 //! in place and out of place, bit for bit, with guard bytes around every output to catch overruns.
 //! Instantiate with TEST_CASE_TEMPLATE_INVOKE(allreduce_conformance, your_world<your_algorithm>).
 //! Each test case's name begins with its suite's identifier and a colon ("allreduce_conformance:
@@ -16,6 +16,7 @@
 #include <span>
 #include <thread>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -25,6 +26,7 @@
 
 #include <tutti/core/tensor_view.hpp>
 #include <tutti/testing/pattern.hpp>
+#include <tutti/testing/suite_sizes.hpp>
 
 namespace tutti::testing {
 
@@ -33,19 +35,19 @@ inline const std::vector<int>& conformance_world_sizes() {
   return sizes;
 }
 inline const std::vector<std::size_t>& conformance_counts() {
-  static const std::vector<std::size_t> counts = {0, 1, 2, 7, 1009, 1000003};
+  static const std::vector<std::size_t> counts = {0, 1, 2, 7, 1009, large_count};
   return counts;
 }
 
-//! The largest count (1,000,003) runs on a representative subset, to keep the suite's time within
+//! The large count runs on a representative subset, to keep the suite's time within
 //! CI's budget: every dtype with sum and every op with f32 for reductions (the element loops are
 //! type-erased per (dtype, op) and each pair is already checked at 1009 elements, across chunk and
 //! segment boundaries); one dtype per element size (1, 2, 4, 8 bytes) for collectives that only move data.
 inline bool runs_at(std::size_t count, dtype t, op o) {
-  return count < 100000 || o == op::sum || t == dtype::f32;
+  return count < large_count || o == op::sum || t == dtype::f32;
 }
 inline bool runs_at(std::size_t count, dtype t) {
-  return count < 100000 || t == dtype::u8 || t == dtype::f16 || t == dtype::f32 || t == dtype::f64;
+  return count < large_count || t == dtype::u8 || t == dtype::f16 || t == dtype::f32 || t == dtype::f64;
 }
 
 inline constexpr std::size_t guard_bytes = 64;
@@ -126,6 +128,7 @@ inline void verify(failure_log& log, int rank, const std::string& name, std::siz
 //! (World::world_sizes(): 1-9 for threads and forked processes; the launched size under tutti-run).
 template <class World, class PerRank>
 void for_each_world(PerRank&& per_rank) {
+  use_suite_chunk();
   for (int world : World::world_sizes()) {
     failure_log log;
     World::run(world, [&](auto& comm) { per_rank(comm, world, log); });

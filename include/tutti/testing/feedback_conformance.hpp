@@ -4,7 +4,7 @@
 //!
 //! Instantiate with TEST_CASE_TEMPLATE_INVOKE(feedback_allreduce_conformance,
 //! your_world<your_algorithm, layout, codec::topk>). For world sizes 1-9 and counts 0, 1, 7, 1009
-//! and 1,000,003, sum and avg, in place and out of place (the largest count: sum in place and avg
+//! and 100,003 (suite_sizes.hpp), sum and avg, in place and out of place (the largest count: sum in place and avg
 //! out of place), each rank allreduces the same gradient
 //! (gradient_value(r, i)) for T = 3 steps with one error_feedback. By telescoping, for every element
 //!
@@ -67,13 +67,14 @@ std::size_t feedback_allreduce_failures(std::string& log_text, std::vector<int> 
       for (op o : {op::sum, op::avg}) {
         for (int in_place = 0; in_place < 2; ++in_place) {
           // The largest count runs two of the four (op, layout) pairs, to stay within CI's budget.
-          if (count >= 100000 && (o == op::sum) != (in_place == 1)) continue;
+          if (count >= large_count && (o == op::sum) != (in_place == 1)) continue;
           const auto name = case_name("allreduce", world, count, dtype::f32, o, in_place) + " codec " +
                             std::string(codec_type::name);
           shared_array<double> running(count), running_abs(count);  // rank 0's sum over steps of out
           shared_array<float> residuals(n * count);
           shared_array<std::uint64_t> hashes(n * static_cast<std::size_t>(steps));
           failure_log log;
+          use_suite_chunk();
           World::run(world, [&](auto& comm) {
             const int r = comm.rank();
             const auto rr = static_cast<std::size_t>(r);
