@@ -303,8 +303,8 @@ struct native {
 //! algorithm::native, except that allreduce with codec::fp16 or codec::bf16 is pack -> ncclAllReduce
 //! in 16 bits -> unpack: one NCCL call (its rings, trees, NVLS) instead of the owner schedule's
 //! send/receive group and all-gather, but NCCL sums in the wire format, so the error grows with the
-//! world size (up to n - 1 roundings of partial sums; testing/wire_sum_bound.hpp writes the bound)
-//! and ranks are not promised identical bits. A separate type, not a flag: the looser bound is then
+//! world size (up to n - 1 roundings of partial sums; wire_sum_bound in
+//! tests/nccl/native_codecs_reference.hpp writes the bound) and ranks are not promised identical bits. A separate type, not a flag: the looser bound is then
 //! part of the communicator's type, visible where it is declared and the same on every rank, and
 //! int8 (whose per-block scales NCCL cannot add) is refused at compile time. Every other
 //! collective, and codec::none, is native's.

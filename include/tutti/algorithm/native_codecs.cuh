@@ -21,9 +21,9 @@
 //! transport's grow-only device and pinned host scratch: nothing is allocated once it has grown.
 //!
 //! wire_sum_allreduce: pack in * scale to 16 bits, ncclAllReduce in 16 bits (in place), unpack.
-//! NCCL sums in the wire format, so the error grows with the world size (the bound is in
-//! testing/wire_sum_bound.hpp); half the traffic of the owner schedule's two phases is the same,
-//! but NCCL's allreduce is one call with its own algorithms (rings, trees, NVLS).
+//! NCCL sums in the wire format, so the error grows with the world size (the bound is wire_sum_bound
+//! in tests/nccl/native_codecs_reference.hpp); half the traffic of the owner schedule's two phases
+//! is the same, but NCCL's allreduce is one call with its own algorithms (rings, trees, NVLS).
 #pragma once
 #ifndef __CUDACC__
 #error "tutti/algorithm/native_codecs.cuh launches CUDA kernels: compile this translation unit with nvcc"
