@@ -97,3 +97,21 @@ using onebit_threads = inproc_world<hierarchical<alg::ring, alg::ring>, interlea
 }  // namespace
 TEST_CASE_TEMPLATE_INVOKE(compressed_allreduce_conformance, int8_threads, fp16_direct, bf16_hd);
 TEST_CASE_TEMPLATE_INVOKE(feedback_allreduce_conformance, topk_threads, onebit_threads);
+
+TEST_CASE("algorithm_state keeps one state per type, so two stateful algorithms in one communicator never share") {
+  // hierarchical<I, X>::state<T> is a different type for every (I, X): what tuned<A...> relies on.
+  struct first_state { int value = 1; };
+  struct second_state { double value = 2.5; };
+  tutti::algorithm::algorithm_state states;
+  int made = 0;
+  auto& a = states.get<first_state>([&] { ++made; return std::make_shared<first_state>(); });
+  auto& b = states.get<second_state>([&] { ++made; return std::make_shared<second_state>(); });
+  CHECK(made == 2);  // before: one slot, so the second algorithm got the first one's state
+  CHECK(a.value == 1);
+  CHECK(b.value == 2.5);
+  CHECK(static_cast<void*>(&a) != static_cast<void*>(&b));
+  a.value = 7;
+  CHECK(&states.get<first_state>([&] { ++made; return std::make_shared<first_state>(); }) == &a);
+  CHECK(states.get<first_state>([&] { ++made; return std::make_shared<first_state>(); }).value == 7);
+  CHECK(made == 2);
+}

@@ -9,6 +9,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <typeindex>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -46,19 +48,27 @@ class scratch_buffer {
   std::size_t size_ = 0;
 };
 
-//! State an algorithm keeps across the collectives of one communicator (e.g. hierarchical's node
-//! grid and group transports), created on first use. The communicator owns it.
+//! State algorithms keep across the collectives of one communicator (e.g. hierarchical's node
+//! grid and group transports), created on first use, one slot per state type: an algorithm's state
+//! type is its own (hierarchical<I, X>::state<T>), so several stateful algorithms in one
+//! communicator (tuned<A...> will be one) each keep theirs. One slot for all, as before issue 19,
+//! handed the first algorithm's state to the second. The communicator owns it.
 class algorithm_state {
  public:
   //! The state of type S, made by `make()` (returning std::shared_ptr<S>) the first time.
   template <class S, class Make>
   S& get(Make&& make) {
-    if (!value_) value_ = make();
-    return *static_cast<S*>(value_.get());
+    const std::type_index key(typeid(S));
+    for (auto& [type, value] : slots_)  // a handful at most: a scan beats a hash
+      if (type == key) return *static_cast<S*>(value.get());
+    std::shared_ptr<S> made = make();
+    S& result = *made;
+    slots_.emplace_back(key, std::move(made));
+    return result;
   }
 
  private:
-  std::shared_ptr<void> value_;
+  std::vector<std::pair<std::type_index, std::shared_ptr<void>>> slots_;
 };
 
 //! Which node each rank of a communicator is on: computed once per communicator and kept. A
