@@ -72,6 +72,18 @@ __device__ __forceinline__ void raise_flag(int* flag, bool bad) {
   if (flag != nullptr && __syncthreads_or(bad) && threadIdx.x == 0) atomicOr(flag, 1);
 }
 
+//! y = packed x times scale; whether a value written is infinite or NaN.
+template <class T, class W>
+__device__ __forceinline__ bool pack_group(storage_t<W> (&y)[group], const storage_t<T> (&x)[group], float scale) {
+  bool bad = false;
+#pragma unroll
+  for (unsigned j = 0; j < group; ++j) {
+    y[j] = pack_element<T, W>(x[j], scale);
+    bad |= element<W>::nonfinite(y[j]);
+  }
+  return bad;
+}
+
 //! One CUDA block per chunk of the table (grid-stride when the table outgrows the grid). Each
 //! thread moves two groups per step (both loads in flight before either store), then the chunk's
 //! last count % 4 elements one per thread.
@@ -92,18 +104,10 @@ __global__ void __launch_bounds__(block_threads)
       load_group(src + g * group, x);
       if (second) load_group(src + h * group, x2);
       storage_t<W> y[group];
-#pragma unroll
-      for (unsigned j = 0; j < group; ++j) {
-        y[j] = pack_element<T, W>(x[j], scale);
-        bad |= element<W>::nonfinite(y[j]);
-      }
+      bad |= pack_group<T, W>(y, x, scale);
       store_group(dst + g * group, y);
       if (second) {
-#pragma unroll
-        for (unsigned j = 0; j < group; ++j) {
-          y[j] = pack_element<T, W>(x2[j], scale);
-          bad |= element<W>::nonfinite(y[j]);
-        }
+        bad |= pack_group<T, W>(y, x2, scale);
         store_group(dst + h * group, y);
       }
     }
