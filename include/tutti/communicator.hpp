@@ -40,6 +40,7 @@
 #include "tutti/core/dtype.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/log.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/core/tensor_view.hpp"
@@ -372,7 +373,7 @@ class communicator {
     barrier();
     std::vector<std::array<std::uint64_t, 3>> all(static_cast<std::size_t>(size()));
     all[static_cast<std::size_t>(rank())] = mine;
-    transport::exchange_with_all(*transport_, fusion::negotiation_tag + 2, std::span(all),
+    transport::exchange_with_all(*transport_, tags::engine_start, std::span(all),
                                  deadline::after(options_.timeout), requests_);
     static constexpr const char* variables[] = {"TUTTI_FUSION_THRESHOLD (bytes)", "TUTTI_CYCLE_TIME (microseconds)",
                                                 "TUTTI_AUTOTUNE"};
@@ -637,7 +638,7 @@ class communicator {
 
   collective_descriptor describe(collective kind, dtype t, op o, std::size_t count, int root) {
     collective_descriptor d;
-    d.sequence = on_engine_thread() ? (fusion::engine_sequence_bit | ++engine_sequence_) : ++sequence_;
+    d.sequence = on_engine_thread() ? (tags::fused_sequence_bit | ++engine_sequence_) : ++sequence_;
     d.kind = static_cast<std::uint8_t>(kind);
     d.type = static_cast<std::uint8_t>(t);
     d.reduction = static_cast<std::uint8_t>(o);
@@ -650,11 +651,7 @@ class communicator {
   }
 
   [[nodiscard]] std::string where(const collective_descriptor& d) const {
-    if (d.sequence & fusion::engine_sequence_bit)
-      return "rank " + std::to_string(rank()) + ": fused " + std::string(name_of(static_cast<collective>(d.kind))) +
-             " #" + std::to_string(d.sequence & ~fusion::engine_sequence_bit) + ": ";
-    return "rank " + std::to_string(rank()) + ": " + std::string(name_of(static_cast<collective>(d.kind))) + " #" +
-           std::to_string(d.sequence) + ": ";
+    return call_prefix(rank(), d);
   }
 
   [[nodiscard]] bool on_engine_thread() const noexcept { return engine_.engine && engine_.engine->on_engine_thread(); }
@@ -813,14 +810,14 @@ class communicator {
     transport_->abort();
   }
 
-  //! Every rank sends its descriptor to every other (tag 0: data tags are sequence numbers >= 1)
+  //! Every rank sends its descriptor to every other (core/tags.hpp: argument_check)
   //! and compares all of them with rank 0's, so all ranks reach the same verdict and message.
   void agree(const collective_descriptor& mine, deadline until) {
     const int n = size(), me = rank();
     if (n == 1) return;
     descriptors_.resize(static_cast<std::size_t>(n));
     descriptors_[static_cast<std::size_t>(me)] = mine;
-    transport::exchange_with_all(*transport_, 0, std::span(descriptors_), until, requests_);
+    transport::exchange_with_all(*transport_, tags::argument_check, std::span(descriptors_), until, requests_);
     enforce(mine, judge(descriptors_, me));
   }
 

@@ -21,6 +21,7 @@
 #include "tutti/core/collective.hpp"
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/core/reduce.hpp"
 #include "tutti/transport/exchange.hpp"
 
@@ -103,10 +104,7 @@ class context {
 
   //! "rank r: allreduce #s: ", to begin an error an algorithm throws (names rank and collective).
   [[nodiscard]] std::string where() const {
-    std::string w = "rank " + std::to_string(rank()) + ": ";
-    if (call_)
-      w += std::string(name_of(static_cast<collective>(call_->kind))) + " #" + std::to_string(call_->sequence) + ": ";
-    return w;
+    return call_ ? call_prefix(rank(), *call_) : on_rank(rank());
   }
 
   //! For algorithms that check arguments in their first synchronisation (`checks_arguments`): this
@@ -122,9 +120,7 @@ class context {
   void verify(std::span<const collective_descriptor> all) const {
     const auto verdict = judge(all, rank());
     if (verdict.kind == agreement::agree) return;
-    const std::string where = "rank " + std::to_string(rank()) + ": " +
-                              std::string(name_of(static_cast<collective>(to_check_->kind))) + " #" +
-                              std::to_string(to_check_->sequence) + ": ";
+    const std::string where = call_prefix(rank(), *to_check_);
     if (verdict.kind == agreement::mismatch) throw mismatch(where + verdict.message);
     throw invalid_argument(where + verdict.message);
   }

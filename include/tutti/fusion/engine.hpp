@@ -32,6 +32,7 @@
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/log.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/core/tensor_view.hpp"
 #include "tutti/fusion/buffer.hpp"
 #include "tutti/fusion/handle.hpp"
@@ -42,10 +43,6 @@
 
 namespace tutti::fusion {
 
-//! Tags of the engine's traffic: negotiation messages, and its collectives' sequence numbers, sit
-//! above the blocking collectives' (which count up from 1) and below UCX's 2^40 limit.
-inline constexpr std::uint64_t negotiation_tag = std::uint64_t{1} << 38;
-inline constexpr std::uint64_t engine_sequence_bit = std::uint64_t{1} << 39;
 
 //! How an engine is set up; the communicator fills it from the strategy and TUTTI_* variables.
 struct engine_settings {
@@ -264,8 +261,8 @@ class engine {
     if (world_ == 1) return decide({mine});
     if (rank_ != 0) {
       const auto bytes = encode(mine);
-      send_message(t, 0, negotiation_tag, bytes, until);
-      return decode_response(recv_message(t, 0, negotiation_tag + 1, until));
+      send_message(t, 0, tags::negotiation_request, bytes, until);
+      return decode_response(recv_message(t, 0, tags::negotiation_answer, until));
     }
     std::vector<report> all(static_cast<std::size_t>(world_));
     all[0] = mine;
@@ -273,13 +270,13 @@ class engine {
     std::vector<std::vector<std::byte>> bodies(static_cast<std::size_t>(world_));
     try {
       std::vector<request> reqs;
-      for (int r = 1; r < world_; ++r) reqs.push_back(t.recv(r, negotiation_tag, &lengths[static_cast<std::size_t>(r)], 8));
+      for (int r = 1; r < world_; ++r) reqs.push_back(t.recv(r, tags::negotiation_request, &lengths[static_cast<std::size_t>(r)], 8));
       for (auto& q : reqs) t.wait(q, until);
       reqs.clear();
       for (int r = 1; r < world_; ++r) {
         auto& b = bodies[static_cast<std::size_t>(r)];
         b.resize(lengths[static_cast<std::size_t>(r)]);
-        reqs.push_back(t.recv(r, negotiation_tag, b.data(), b.size()));
+        reqs.push_back(t.recv(r, tags::negotiation_request, b.data(), b.size()));
       }
       for (auto& q : reqs) t.wait(q, until);
     } catch (const peer_lost& e) {
@@ -292,8 +289,8 @@ class engine {
     const auto bytes = encode(answer);
     const std::uint64_t length = bytes.size();
     for (int r = 1; r < world_; ++r) {
-      reqs.push_back(t.send(r, negotiation_tag + 1, &length, 8));
-      reqs.push_back(t.send(r, negotiation_tag + 1, bytes.data(), bytes.size()));
+      reqs.push_back(t.send(r, tags::negotiation_answer, &length, 8));
+      reqs.push_back(t.send(r, tags::negotiation_answer, bytes.data(), bytes.size()));
     }
     for (auto& q : reqs) t.wait(q, until);
     return answer;
@@ -313,8 +310,8 @@ class engine {
       std::vector<request> reqs;
       for (int r = 1; r < world_; ++r) {
         if (r == peer) continue;
-        reqs.push_back(t.send(r, negotiation_tag + 1, &length, 8));
-        reqs.push_back(t.send(r, negotiation_tag + 1, bytes.data(), bytes.size()));
+        reqs.push_back(t.send(r, tags::negotiation_answer, &length, 8));
+        reqs.push_back(t.send(r, tags::negotiation_answer, bytes.data(), bytes.size()));
       }
       for (auto& q : reqs) t.wait(q, until);
     } catch (...) {
@@ -518,7 +515,7 @@ class engine {
   //! The failure of a whole batch or of the engine is about the job, not one tensor: each handle's
   //! copy says which call it broke (docs/errors.md: every message names the collective).
   [[nodiscard]] std::string handle_prefix(const entry& e) const {
-    return "rank " + std::to_string(rank_) + ": allreduce_async '" + e.name + "': ";
+    return on_rank(rank_) + "allreduce_async '" + e.name + "': ";
   }
 
   void finish(entry& e, std::exception_ptr error) {

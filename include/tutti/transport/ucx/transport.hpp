@@ -48,6 +48,7 @@
 #include "tutti/core/error.hpp"
 #include "tutti/core/log.hpp"
 #include "tutti/core/policy.hpp"
+#include "tutti/core/tags.hpp"
 #include "tutti/transport/concepts.hpp"
 #include "tutti/transport/first_loss.hpp"
 #include "tutti/transport/op_pool.hpp"
@@ -108,7 +109,7 @@ class ucx {
   static constexpr transport_traits traits{};  // any hosts, host memory, two-sided only
   static constexpr const char* name = "ucx";
   static constexpr std::size_t max_outstanding = max_outstanding_ops;
-  static constexpr int tag_bits = 40;                    //!< tutti tags below 2^40; the source rank above
+  static constexpr int tag_bits = tags::bits;             //!< tutti tags below 2^40 (core/tags.hpp); the source rank above
   static constexpr std::uint64_t tag_limit = std::uint64_t{1} << tag_bits;
   static constexpr int world_limit = 1 << (64 - tag_bits);  //!< ranks must fit the 24 bits left
   //! How long an operation waits before the store is asked whether its peer left, and how often

@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/transport/ucx/log_filter.hpp"
 
 namespace tutti::transport::ucx_detail {
 
-inline std::string rank_text(int rank) { return "rank " + std::to_string(rank); }
+using tutti::rank_text;
 
 //! "Connection reset by remote peer (UCS_ERR_CONNECTION_RESET)": UCX's words and the code to grep for.
 inline std::string status_text(ucs_status_t s) {
