@@ -1,4 +1,5 @@
-//! @file concepts.hpp  What data_parallel_trainer asks of its communicator and its optimiser.
+//! @file concepts.hpp  What data_parallel_trainer asks of its communicator and its optimiser, and
+//! what lars<Inner> asks of the optimiser it wraps.
 //!
 //! Exactly the calls the trainer makes, no more: a communicator other than tutti::communicator
 //! (a wrapper that counts bytes, a test double) fits if it has them. A type that does not fit is
@@ -12,6 +13,7 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -83,6 +85,18 @@ concept trainer_communicator =
     concepts_detail::has_allreduce_async<C> && concepts_detail::has_broadcast<C> && concepts_detail::has_allgather<C> &&
     concepts_detail::has_barrier<C> &&
     (!concepts_detail::feedback_codec_of<C>() || concepts_detail::has_feedback_state<C>);
+
+//! An optimizer steps parameters with one learning rate per parameter or one for all, saves and
+//! loads its whole state, and has a name (which its saved state carries).
+template <class O>
+concept optimizer = requires(O& o, const O& c, std::span<const parameter> params, std::span<const double> lrs,
+                             double lr, std::ostream& out, std::istream& in) {
+  o.step(params, lrs);
+  o.step(params, lr);
+  c.save(out);
+  o.load(in);
+  { O::name } -> std::convertible_to<std::string_view>;
+};
 
 //! The trainer's Optimizer: one step with one learning rate for all parameters, and its whole
 //! state saved and loaded for checkpoints. sgd, adam, lars<...> and any_optimizer are ones.
