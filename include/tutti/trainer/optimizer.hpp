@@ -12,8 +12,8 @@
 //! rounds a Python scalar to the tensor's type. Norms accumulate in double.
 //!
 //! One file per optimiser under trainer/optimizer/ (sgd.hpp, adam.hpp, lars.hpp), beside what they
-//! share: the argument checks (arguments.hpp) and the per-parameter state with its stream format
-//! (state.hpp). The `optimizer` concept lars<Inner> asks of its inner one is in trainer/concepts.hpp.
+//! share: the argument checks (arguments.hpp), and the per-parameter state with its stream format
+//! and the checked step/save/load that sgd and adam show alike (state.hpp). The `optimizer` concept lars<Inner> asks of its inner one is in trainer/concepts.hpp.
 #pragma once
 #include "tutti/trainer/concepts.hpp"
 #include "tutti/trainer/optimizer/adam.hpp"

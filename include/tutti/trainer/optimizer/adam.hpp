@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <istream>
-#include <ostream>
 #include <span>
 #include <string>
 #include <string_view>
@@ -60,11 +58,12 @@ inline void adam_loop(float* __restrict w, const float* __restrict g, float* __r
 }  // namespace detail
 
 //! torch.optim.Adam (decoupled = false) and torch.optim.AdamW (decoupled = true), amsgrad off.
-class adam {
+class adam : public detail::stateful_optimizer<adam> {
  public:
   static constexpr std::string_view name = "adam";
 
-  explicit adam(adam_options options = {}) : options_(options), state_(name, 2) {
+  explicit adam(adam_options options = {})
+      : detail::stateful_optimizer<adam>(2), options_(options) {
     const std::string where = "tutti::trainer::adam(adam_options): ";
     auto bad = [&](const char* what, double v, const char* rule) {
       throw invalid_argument(where + what + " " + detail::number(v) + " " + rule);
@@ -76,21 +75,11 @@ class adam {
       bad("weight_decay", options.weight_decay, "is not >= 0");
   }
 
-  void step(std::span<const parameter> params, std::span<const double> lr_per_param) {
-    detail::check_step(name, params, lr_per_param, true);
-    update(params, lr_per_param, 0);
-  }
-  void step(std::span<const parameter> params, double lr) {
-    detail::check_step(name, params, std::span<const double>(&lr, 1), false);
-    update(params, {}, lr);
-  }
-
-  void save(std::ostream& out) const { state_.save(out); }
-  void load(std::istream& in) { state_.load(in); }
-
   [[nodiscard]] const adam_options& options() const noexcept { return options_; }
 
  private:
+  friend class detail::stateful_optimizer<adam>;
+
   void update(std::span<const parameter> params, std::span<const double> lrs, double lr) {
     state_.bind(params);
     const auto t = static_cast<double>(state_.steps + 1);
@@ -111,7 +100,6 @@ class adam {
   }
 
   adam_options options_;
-  detail::optimizer_state state_;
 };
 
 }  // namespace tutti::trainer

@@ -2,8 +2,6 @@
 #pragma once
 #include <cmath>
 #include <cstddef>
-#include <istream>
-#include <ostream>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,11 +47,12 @@ inline void sgd_momentum_loop(float* __restrict w, const float* __restrict g, fl
 
 //! torch.optim.SGD: d = g + wd·w; with momentum b = momentum·b + (1 − dampening)·d (b = d on the
 //! first step) and d = d + momentum·b (nesterov) or d = b; then w ← w − lr·d.
-class sgd {
+class sgd : public detail::stateful_optimizer<sgd> {
  public:
   static constexpr std::string_view name = "sgd";
 
-  explicit sgd(sgd_options options = {}) : options_(options), state_(name, options.momentum != 0 ? 1 : 0) {
+  explicit sgd(sgd_options options = {})
+      : detail::stateful_optimizer<sgd>(options.momentum != 0 ? 1 : 0), options_(options) {
     const std::string where = "tutti::trainer::sgd(sgd_options): ";
     auto bad = [&](const char* what, double v, const char* rule) {
       throw invalid_argument(where + what + " " + detail::number(v) + " " + rule);
@@ -67,21 +66,11 @@ class sgd {
                              detail::number(options.momentum) + ", dampening " + detail::number(options.dampening));
   }
 
-  void step(std::span<const parameter> params, std::span<const double> lr_per_param) {
-    detail::check_step(name, params, lr_per_param, true);
-    update(params, lr_per_param, 0);
-  }
-  void step(std::span<const parameter> params, double lr) {
-    detail::check_step(name, params, std::span<const double>(&lr, 1), false);
-    update(params, {}, lr);
-  }
-
-  void save(std::ostream& out) const { state_.save(out); }
-  void load(std::istream& in) { state_.load(in); }
-
   [[nodiscard]] const sgd_options& options() const noexcept { return options_; }
 
  private:
+  friend class detail::stateful_optimizer<sgd>;
+
   void update(std::span<const parameter> params, std::span<const double> lrs, double lr) {
     state_.bind(params);
     const auto wd = static_cast<float>(options_.weight_decay);
@@ -102,7 +91,6 @@ class sgd {
   }
 
   sgd_options options_;
-  detail::optimizer_state state_;
 };
 
 }  // namespace tutti::trainer

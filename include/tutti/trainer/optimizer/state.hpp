@@ -157,4 +157,28 @@ class optimizer_state {
   std::vector<std::vector<float>> data_;  //!< per parameter, buffers_ vectors of its length back to back
 };
 
+//! What sgd and adam show the trainer, alike for both: the two steps, each checked before
+//! Derived::update(params, lrs, lr) touches a value (lrs empty: `lr` for all), and save and load of
+//! the state. Derived has a static `name` and makes this base friend to reach its private update.
+template <class Derived>
+class stateful_optimizer {
+ public:
+  void step(std::span<const parameter> params, std::span<const double> lr_per_param) {
+    check_step(Derived::name, params, lr_per_param, true);
+    static_cast<Derived&>(*this).update(params, lr_per_param, 0);
+  }
+  void step(std::span<const parameter> params, double lr) {
+    check_step(Derived::name, params, std::span<const double>(&lr, 1), false);
+    static_cast<Derived&>(*this).update(params, {}, lr);
+  }
+
+  void save(std::ostream& out) const { state_.save(out); }
+  void load(std::istream& in) { state_.load(in); }
+
+ protected:
+  explicit stateful_optimizer(std::size_t buffers) : state_(Derived::name, buffers) {}
+
+  optimizer_state state_;
+};
+
 }  // namespace tutti::trainer::detail
