@@ -300,8 +300,8 @@ class data_parallel_trainer {
     if constexpr (has_feedback) {
       checkpoint_writer f;
       for (const auto& [name, residual] : comm_.fusion_feedback_state())
-        f.add(std::string(residual_section) + name, std::span<const std::byte>(reinterpret_cast<const std::byte*>(residual.data()),
-                                                            residual.size() * sizeof(float)));
+        f.add(std::string(residual_section) + name,
+              std::span<const std::byte>(reinterpret_cast<const std::byte*>(residual.data()), residual.size() * sizeof(float)));
       std::filesystem::create_directories(options_.checkpoint_dir);
       f.commit(residuals_path(batches));
       comm_.barrier();
