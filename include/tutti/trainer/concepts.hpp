@@ -1,10 +1,10 @@
-//! @file concepts.hpp  What data_parallel_trainer asks of its communicator and its optimiser, and
-//! what lars<Inner> asks of the optimiser it wraps.
+//! @file concepts.hpp  What data_parallel_trainer asks of its communicator and its optimiser.
 //!
 //! Exactly the calls the trainer makes, no more: a communicator other than tutti::communicator
 //! (a wrapper that counts bytes, a test double) fits if it has them. A type that does not fit is
 //! refused at compile time with one sentence naming the first thing it lacks, not with the pages
-//! of a failed call deep inside fit().
+//! of a failed call deep inside fit(). The optimiser's concepts (`trainer_optimizer`, and
+//! `optimizer`, what lars<Inner> wraps) are in optimizer/concepts.hpp, included here.
 #pragma once
 #include <concepts>
 #include <cstdint>
@@ -23,6 +23,7 @@
 #include "tutti/core/tensor_view.hpp"
 #include "tutti/fusion/handle.hpp"
 #include "tutti/trainer/model.hpp"
+#include "tutti/trainer/optimizer/concepts.hpp"
 
 namespace tutti::trainer {
 
@@ -85,28 +86,6 @@ concept trainer_communicator =
     concepts_detail::has_allreduce_async<C> && concepts_detail::has_broadcast<C> && concepts_detail::has_allgather<C> &&
     concepts_detail::has_barrier<C> &&
     (!concepts_detail::feedback_codec_of<C>() || concepts_detail::has_feedback_state<C>);
-
-//! An optimizer steps parameters with one learning rate per parameter or one for all, saves and
-//! loads its whole state, and has a name (which its saved state carries).
-template <class O>
-concept optimizer = requires(O& o, const O& c, std::span<const parameter> params, std::span<const double> lrs,
-                             double lr, std::ostream& out, std::istream& in) {
-  o.step(params, lrs);
-  o.step(params, lr);
-  c.save(out);
-  o.load(in);
-  { O::name } -> std::convertible_to<std::string_view>;
-};
-
-//! The trainer's Optimizer: one step with one learning rate for all parameters, and its whole
-//! state saved and loaded for checkpoints. sgd, adam, lars<...> and any_optimizer are ones.
-template <class O>
-concept trainer_optimizer = requires(O& o, std::span<const parameter> params, double lr, std::ostream& out,
-                                     std::istream& in) {
-  o.step(params, lr);
-  o.save(out);
-  o.load(in);
-};
 
 namespace concepts_detail {
 

@@ -13,9 +13,10 @@
 //!
 //! One file per optimiser under trainer/optimizer/ (sgd.hpp, adam.hpp, lars.hpp), beside what they
 //! share: the argument checks (arguments.hpp), and the per-parameter state with its stream format
-//! and the checked step/save/load that sgd and adam show alike (state.hpp). The `optimizer` concept lars<Inner> asks of its inner one is in trainer/concepts.hpp.
+//! and the checked step/save/load that sgd and adam show alike (state.hpp); what an optimiser is,
+//! in optimizer/concepts.hpp.
 #pragma once
-#include "tutti/trainer/concepts.hpp"
 #include "tutti/trainer/optimizer/adam.hpp"
+#include "tutti/trainer/optimizer/concepts.hpp"
 #include "tutti/trainer/optimizer/lars.hpp"
 #include "tutti/trainer/optimizer/sgd.hpp"

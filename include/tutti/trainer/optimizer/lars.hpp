@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "tutti/core/error.hpp"
-#include "tutti/trainer/concepts.hpp"
 #include "tutti/trainer/model.hpp"
 #include "tutti/trainer/optimizer/arguments.hpp"
+#include "tutti/trainer/optimizer/concepts.hpp"
 #include "tutti/trainer/optimizer/state.hpp"
 
 namespace tutti::trainer {
