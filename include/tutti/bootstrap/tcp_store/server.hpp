@@ -8,6 +8,10 @@
 //! warning naming the peer; everyone else keeps being served. A client refused for a wrong job key
 //! is the exception that reaches the others: it is a rank that cannot join, so every wait parked
 //! then or later is answered at once with an error saying so (refuse_waits).
+//!
+//! This file is the serving: the thread, the poll loop, accepting, reading frames, the handshake,
+//! dispatching requests and answering parked ones. What it serves lives apart: connection.hpp (what
+//! is kept per client), key_value.hpp (the keys, counters and why waits are refused).
 #pragma once
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -15,21 +19,20 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "tutti/bootstrap/job_key.hpp"
 #include "tutti/bootstrap/tcp_store/auth.hpp"
+#include "tutti/bootstrap/tcp_store/connection.hpp"
+#include "tutti/bootstrap/tcp_store/key_value.hpp"
 #include "tutti/bootstrap/tcp_store/messages.hpp"
 #include "tutti/bootstrap/tcp_store/socket.hpp"
 #include "tutti/core/error.hpp"
@@ -47,7 +50,7 @@ struct server_options {
 };
 
 class store_server {
-  using clock = std::chrono::steady_clock;
+  using clock = server_clock;
 
  public:
   //! Binds and listens before returning (so port() is known and clients may connect), then serves
@@ -58,7 +61,7 @@ class store_server {
     listen_ = tcp_net::listen_on(opt_.bind_address, opt_.port, opt_.rank);
     const auto ss = tcp_net::local_address(listen_.get());
     port_ = tcp_net::port_of(ss);
-    loopback_ = loopback_for(listen_.get(), ss);
+    loopback_ = tcp_net::loopback_host(listen_.get(), ss);
     wake_ = tcp_net::unique_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!wake_) throw transport_error(tcp_net::rank_prefix(opt_.rank) + "tcp_store: eventfd: " + tcp_net::errno_text(errno));
     thread_ = std::thread([this] { run(); });
@@ -99,40 +102,6 @@ class store_server {
   }
 
  private:
-  struct parked {
-    tcp_wire::frame_type type{};
-    std::vector<std::string> keys;
-    clock::time_point until;
-  };
-  struct connection {
-    tcp_net::unique_fd fd;
-    std::string peer;  //!< "address:port", for logs
-    bool authenticated = false;
-    bool dead = false;
-    tcp_wire::nonce server_nonce{};
-    clock::time_point handshake_until;
-    std::vector<unsigned char> in;
-    std::vector<unsigned char> out;
-    std::size_t out_pos = 0;
-    std::optional<parked> waiting;
-  };
-
-  static std::string loopback_for(int fd, const sockaddr_storage& ss) {
-    if (ss.ss_family == AF_INET6) {
-      const auto& a6 = reinterpret_cast<const sockaddr_in6&>(ss);
-      if (IN6_IS_ADDR_UNSPECIFIED(&a6.sin6_addr)) {  // "::": dual stack unless IPV6_V6ONLY
-        int v6only = 0;
-        socklen_t len = sizeof v6only;
-        ::getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len);
-        return v6only ? "::1" : "127.0.0.1";
-      }
-      return tcp_net::numeric_host(reinterpret_cast<const sockaddr*>(&ss), sizeof(sockaddr_in6));
-    }
-    const auto& a4 = reinterpret_cast<const sockaddr_in&>(ss);
-    if (a4.sin_addr.s_addr == htonl(INADDR_ANY)) return "127.0.0.1";
-    return tcp_net::numeric_host(reinterpret_cast<const sockaddr*>(&ss), sizeof(sockaddr_in));
-  }
-
   void warn(const connection& c, const std::string& why) const {
     log(log_level::warn, opt_.rank, "tcp_store: closing the connection from " + c.peer + ": " + why);
   }
@@ -209,7 +178,7 @@ class store_server {
                                   tcp_net::port_of(ss));
       c.handshake_until = clock::now() + opt_.handshake_timeout;
       c.server_nonce = tcp_auth::fresh_nonce();
-      queue(c, std::move(tcp_wire::frame_builder(tcp_wire::frame_type::challenge).raw(c.server_nonce)).finish());
+      c.queue(std::move(tcp_wire::frame_builder(tcp_wire::frame_type::challenge).raw(c.server_nonce)).finish());
       log(log_level::debug, opt_.rank, "tcp_store: connection from " + c.peer);
       auto& placed = conns_[next_id_++] = std::move(c);
       flush(placed);
@@ -286,7 +255,7 @@ class store_server {
       close(c);
       return;
     }
-    queue(c, std::move(tcp_wire::frame_builder(tcp_wire::frame_type::proof)
+    c.queue(std::move(tcp_wire::frame_builder(tcp_wire::frame_type::proof)
                            .raw(tcp_auth::server_mac(opt_.key, c.server_nonce, m->client_nonce)))
                  .finish());
     c.authenticated = true;
@@ -316,16 +285,16 @@ class store_server {
     auto& r = std::get<tcp_wire::request>(decoded);
     switch (r.type) {
       case frame_type::set:
-        values_[r.keys[0]] = std::move(r.value);
-        queue(c, std::move(tcp_wire::frame_builder(frame_type::ok)).finish());
+        kv_.set(r.keys[0], std::move(r.value));
+        c.queue(std::move(tcp_wire::frame_builder(frame_type::ok)).finish());
         wake_parked(&c);
         break;
       case frame_type::get:
       case frame_type::wait:
-        if (missing(r.keys) == nullptr) {
+        if (kv_.missing(r.keys) == nullptr) {
           answer(c, r.type, r.keys);
-        } else if (!refusal_.empty()) {
-          queue(c, tcp_wire::encode_error(tcp_wire::error_code::refused, refused_text(r.keys)));
+        } else if (kv_.refusing()) {
+          c.queue(tcp_wire::encode_error(tcp_wire::error_code::refused, kv_.refused_text(r.keys)));
         } else {
           // Far-future waits are capped (a u64 of milliseconds would overflow the clock).
           const auto ms = std::min<std::uint64_t>(r.wait_ms, std::uint64_t{30} * 24 * 3600 * 1000);
@@ -333,24 +302,15 @@ class store_server {
         }
         break;
       case frame_type::check:
-        queue(c, std::move(tcp_wire::frame_builder(frame_type::flag).u8(values_.count(r.keys[0]) ? 1 : 0)).finish());
+        c.queue(std::move(tcp_wire::frame_builder(frame_type::flag).u8(kv_.has(r.keys[0]) ? 1 : 0)).finish());
         break;
       case frame_type::add: {
-        auto& text = values_[r.keys[0]];
-        std::int64_t v = 0;
-        if (!text.empty()) {
-          const auto* first = reinterpret_cast<const char*>(text.data());
-          const auto [end, ec] = std::from_chars(first, first + text.size(), v);
-          if (ec != std::errc{} || end != first + text.size()) {
-            queue(c, tcp_wire::encode_error(tcp_wire::error_code::not_counter,
-                                            "key '" + r.keys[0] + "' does not hold a counter"));
-            break;
-          }
+        const auto v = kv_.add(r.keys[0], r.delta);
+        if (!v) {
+          c.queue(tcp_wire::encode_error(tcp_wire::error_code::not_counter, "key '" + r.keys[0] + "' does not hold a counter"));
+          break;
         }
-        v = static_cast<std::int64_t>(static_cast<std::uint64_t>(v) + static_cast<std::uint64_t>(r.delta));
-        const auto out = std::to_string(v);
-        text.assign(out.begin(), out.end());
-        queue(c, std::move(tcp_wire::frame_builder(frame_type::counter).u64(static_cast<std::uint64_t>(v))).finish());
+        c.queue(std::move(tcp_wire::frame_builder(frame_type::counter).u64(static_cast<std::uint64_t>(*v))).finish());
         wake_parked(&c);
         break;
       }
@@ -363,17 +323,11 @@ class store_server {
     flush(c);
   }
 
-  [[nodiscard]] const std::string* missing(const std::vector<std::string>& keys) const {
-    for (const auto& k : keys)
-      if (!values_.count(k)) return &k;
-    return nullptr;
-  }
-
   void answer(connection& c, tcp_wire::frame_type type, const std::vector<std::string>& keys) {
     if (type == tcp_wire::frame_type::get)
-      queue(c, std::move(tcp_wire::frame_builder(tcp_wire::frame_type::value).raw(values_.at(keys[0]))).finish());
+      c.queue(std::move(tcp_wire::frame_builder(tcp_wire::frame_type::value).raw(kv_.at(keys[0]))).finish());
     else
-      queue(c, std::move(tcp_wire::frame_builder(tcp_wire::frame_type::ok)).finish());
+      c.queue(std::move(tcp_wire::frame_builder(tcp_wire::frame_type::ok)).finish());
   }
 
   //! A client failed the handshake: a tutti client with another TUTTI_JOB_KEY, almost always a
@@ -381,33 +335,24 @@ class store_server {
   //! cannot join, so keys it would set never appear: every parked wait, and every later one, is
   //! answered now with why, instead of each rank learning nothing until its deadline.
   void refuse_waits(const std::string& peer) {
-    ++refusals_;
+    kv_.refuse_for(peer);
     {
       std::lock_guard lock(mutex_);
       linger_until_ = clock::now() + refusal_linger;
     }
-    refusal_ = "a rank was refused by the job's store for a wrong TUTTI_JOB_KEY (the client at " + peer +
-               (refusals_ > 1 ? ", and " + std::to_string(refusals_ - 1) + " more" : std::string()) +
-               "), so it cannot join and this wait cannot end: every rank needs the same TUTTI_JOB_KEY (tutti-run "
-               "sets it)";
     for (auto& [id, other] : conns_) {
       if (!other.waiting || other.dead) continue;
       const auto p = std::move(*other.waiting);
       other.waiting.reset();
-      queue(other, tcp_wire::encode_error(tcp_wire::error_code::refused, refused_text(p.keys)));
+      other.queue(tcp_wire::encode_error(tcp_wire::error_code::refused, kv_.refused_text(p.keys)));
       flush(other);
     }
-  }
-
-  [[nodiscard]] std::string refused_text(const std::vector<std::string>& keys) const {
-    const std::string* key = missing(keys);
-    return "key '" + (key ? *key : std::string("?")) + "' will not be set: " + refusal_;
   }
 
   //! After a set or add: answers every parked request whose keys now all exist.
   void wake_parked(connection* except) {
     for (auto& [id, c] : conns_) {
-      if (&c == except || !c.waiting || c.dead || missing(c.waiting->keys)) continue;
+      if (&c == except || !c.waiting || c.dead || kv_.missing(c.waiting->keys)) continue;
       const auto p = std::move(*c.waiting);
       c.waiting.reset();
       answer(c, p.type, p.keys);
@@ -426,8 +371,8 @@ class store_server {
         warn(c, std::string("no complete handshake within ") + s + " s");
         close(c);
       } else if (c.waiting && now >= c.waiting->until) {
-        const std::string* key = missing(c.waiting->keys);
-        queue(c, tcp_wire::encode_error(tcp_wire::error_code::timeout,
+        const std::string* key = kv_.missing(c.waiting->keys);
+        c.queue(tcp_wire::encode_error(tcp_wire::error_code::timeout,
                                         "key '" + (key ? *key : std::string("?")) + "' was not set before the deadline"));
         c.waiting.reset();
         flush(c);
@@ -435,16 +380,8 @@ class store_server {
     }
   }
 
-  void queue(connection& c, const std::vector<unsigned char>& frame) {
-    if (c.out_pos == c.out.size()) {
-      c.out.clear();
-      c.out_pos = 0;
-    }
-    c.out.insert(c.out.end(), frame.begin(), frame.end());
-  }
-
   void flush(connection& c) {
-    while (!c.dead && c.out_pos < c.out.size()) {
+    while (!c.dead && c.has_output()) {
       const ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
       if (n > 0) {
         c.out_pos += static_cast<std::size_t>(n);
@@ -484,14 +421,12 @@ class store_server {
   // Owned by the server thread.
   std::map<std::uint64_t, connection> conns_;
   std::uint64_t next_id_ = 0;
-  std::unordered_map<std::string, std::vector<unsigned char>> values_;
+  key_value_table kv_;
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::size_t authenticated_ = 0;  //!< guarded by mutex_
   clock::time_point linger_until_{};  //!< guarded by mutex_: close() serves until then (a refusal)
-  std::string refusal_;             //!< why waits are refused, once a client failed the handshake
-  std::size_t refusals_ = 0;
   bool running_ = true;            //!< guarded by mutex_
 
   std::thread thread_;  //!< last: started once everything above exists
