@@ -1,27 +1,21 @@
-//! @file connection.hpp  One client connection as the tcp_store server keeps it: socket, handshake, buffers, a parked request.
+//! @file connection.hpp  One client connection as the tcp_store server keeps it: socket, handshake, buffers.
 #pragma once
 #include <chrono>
 #include <cstddef>
-#include <optional>
+#include <cstdint>
 #include <string>
 #include <vector>
 
-#include "tutti/bootstrap/tcp_store/frame.hpp"
 #include "tutti/bootstrap/tcp_store/messages.hpp"
 #include "tutti/bootstrap/tcp_store/socket.hpp"
 
 namespace tutti::bootstrap::tcp_detail {
 
 using server_clock = std::chrono::steady_clock;
-
-//! A get or wait whose keys were missing: answered when they are set, or at `until`.
-struct parked {
-  tcp_wire::frame_type type{};
-  std::vector<std::string> keys;
-  server_clock::time_point until;
-};
+using connection_id = std::uint64_t;  //!< in the order connections were accepted
 
 struct connection {
+  connection_id id = 0;
   tcp_net::unique_fd fd;
   std::string peer;  //!< "address:port", for logs
   bool authenticated = false;
@@ -31,7 +25,6 @@ struct connection {
   std::vector<unsigned char> in;
   std::vector<unsigned char> out;
   std::size_t out_pos = 0;
-  std::optional<parked> waiting;
 
   //! Appends a frame to the output (sent by the server's flush, now or on POLLOUT).
   void queue(const std::vector<unsigned char>& frame) {

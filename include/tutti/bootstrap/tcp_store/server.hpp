@@ -7,11 +7,11 @@
 //! a stalled handshake, a second request while one is parked) closes that connection alone, with a
 //! warning naming the peer; everyone else keeps being served. A client refused for a wrong job key
 //! is the exception that reaches the others: it is a rank that cannot join, so every wait parked
-//! then or later is answered at once with an error saying so (refuse_waits).
+//! then or later is answered at once with an error saying so (store_service::refuse).
 //!
-//! This file is the serving: the thread, the poll loop, accepting, reading frames, the handshake,
-//! dispatching requests and answering parked ones. What it serves lives apart: connection.hpp (what
-//! is kept per client), key_value.hpp (the keys, counters and why waits are refused).
+//! This file is the serving: the thread, the poll loop, accepting, reading and sending frames, the
+//! handshake, closing. What it serves lives apart: connection.hpp (what is kept per client),
+//! service.hpp (answering requests, parked waits, refusals), key_value.hpp (the keys and values).
 #pragma once
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -32,8 +32,8 @@
 #include "tutti/bootstrap/job_key.hpp"
 #include "tutti/bootstrap/tcp_store/auth.hpp"
 #include "tutti/bootstrap/tcp_store/connection.hpp"
-#include "tutti/bootstrap/tcp_store/key_value.hpp"
 #include "tutti/bootstrap/tcp_store/messages.hpp"
+#include "tutti/bootstrap/tcp_store/service.hpp"
 #include "tutti/bootstrap/tcp_store/socket.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/log.hpp"
@@ -130,14 +130,13 @@ class store_server {
       ids.clear();
       fds.push_back({wake_.get(), POLLIN, 0});
       fds.push_back({listen_.get(), POLLIN, 0});
-      auto next = clock::now() + std::chrono::seconds(1);
+      auto next = service_.next_deadline(clock::now() + std::chrono::seconds(1));
       for (auto& [id, c] : conns_) {
         short events = POLLIN;
-        if (c.out_pos < c.out.size()) events |= POLLOUT;
+        if (c.has_output()) events |= POLLOUT;
         fds.push_back({c.fd.get(), events, 0});
         ids.push_back(id);
         if (!c.authenticated) next = std::min(next, c.handshake_until);
-        if (c.waiting) next = std::min(next, c.waiting->until);
       }
       const auto wait_ms = std::chrono::ceil<std::chrono::milliseconds>(next - clock::now()).count();
       const int ready = ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(wait_ms, 0, 1000)));
@@ -180,7 +179,8 @@ class store_server {
       c.server_nonce = tcp_auth::fresh_nonce();
       c.queue(std::move(tcp_wire::frame_builder(tcp_wire::frame_type::challenge).raw(c.server_nonce)).finish());
       log(log_level::debug, opt_.rank, "tcp_store: connection from " + c.peer);
-      auto& placed = conns_[next_id_++] = std::move(c);
+      c.id = next_id_++;
+      auto& placed = conns_[c.id] = std::move(c);
       flush(placed);
     }
   }
@@ -248,7 +248,13 @@ class store_server {
     }
     if (!tcp_auth::same_mac(m->client_mac, tcp_auth::client_mac(opt_.key, c.server_nonce, m->client_nonce))) {
       warn(c, "authentication failed (a client with another TUTTI_JOB_KEY: another job, or a stale rank?)");
-      refuse_waits(c.peer);
+      {
+        std::lock_guard lock(mutex_);
+        linger_until_ = clock::now() + refusal_linger;
+      }
+      std::vector<outgoing> out;
+      service_.refuse(c.peer, out);
+      deliver(out);
       // Tell it why before closing, so its error says so rather than "connection closed".
       const auto e = tcp_wire::encode_error(tcp_wire::error_code::auth_failed, "authentication failed");
       [[maybe_unused]] const auto ignored = ::send(c.fd.get(), e.data(), e.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -269,10 +275,9 @@ class store_server {
   }
 
   void handle(connection& c, const tcp_wire::parse_result& f) {
-    using tcp_wire::frame_type;
-    if (c.waiting) {
-      warn(c, std::string("a '") + tcp_wire::type_name(f.type) + "' request while its " +
-                  tcp_wire::type_name(c.waiting->type) + " was still waiting (one request at a time)");
+    if (const parked* p = service_.parked_of(c.id)) {
+      warn(c, std::string("a '") + tcp_wire::type_name(f.type) + "' request while its " + tcp_wire::type_name(p->type) +
+                  " was still waiting (one request at a time)");
       close(c);
       return;
     }
@@ -283,80 +288,23 @@ class store_server {
       return;
     }
     auto& r = std::get<tcp_wire::request>(decoded);
-    switch (r.type) {
-      case frame_type::set:
-        kv_.set(r.keys[0], std::move(r.value));
-        c.queue(std::move(tcp_wire::frame_builder(frame_type::ok)).finish());
-        wake_parked(&c);
-        break;
-      case frame_type::get:
-      case frame_type::wait:
-        if (kv_.missing(r.keys) == nullptr) {
-          answer(c, r.type, r.keys);
-        } else if (kv_.refusing()) {
-          c.queue(tcp_wire::encode_error(tcp_wire::error_code::refused, kv_.refused_text(r.keys)));
-        } else {
-          // Far-future waits are capped (a u64 of milliseconds would overflow the clock).
-          const auto ms = std::min<std::uint64_t>(r.wait_ms, std::uint64_t{30} * 24 * 3600 * 1000);
-          c.waiting = parked{r.type, std::move(r.keys), clock::now() + std::chrono::milliseconds(ms)};
-        }
-        break;
-      case frame_type::check:
-        c.queue(std::move(tcp_wire::frame_builder(frame_type::flag).u8(kv_.has(r.keys[0]) ? 1 : 0)).finish());
-        break;
-      case frame_type::add: {
-        const auto v = kv_.add(r.keys[0], r.delta);
-        if (!v) {
-          c.queue(tcp_wire::encode_error(tcp_wire::error_code::not_counter, "key '" + r.keys[0] + "' does not hold a counter"));
-          break;
-        }
-        c.queue(std::move(tcp_wire::frame_builder(frame_type::counter).u64(static_cast<std::uint64_t>(*v))).finish());
-        wake_parked(&c);
-        break;
-      }
-      case frame_type::close:
-        log(log_level::debug, opt_.rank, "tcp_store: " + c.peer + " closed its connection");
-        close(c);
-        return;
-      default: break;
+    if (r.type == tcp_wire::frame_type::close) {
+      log(log_level::debug, opt_.rank, "tcp_store: " + c.peer + " closed its connection");
+      close(c);
+      return;
     }
-    flush(c);
+    std::vector<outgoing> out;
+    service_.handle(c.id, std::move(r), clock::now(), out);
+    deliver(out);
   }
 
-  void answer(connection& c, tcp_wire::frame_type type, const std::vector<std::string>& keys) {
-    if (type == tcp_wire::frame_type::get)
-      c.queue(std::move(tcp_wire::frame_builder(tcp_wire::frame_type::value).raw(kv_.at(keys[0]))).finish());
-    else
-      c.queue(std::move(tcp_wire::frame_builder(tcp_wire::frame_type::ok)).finish());
-  }
-
-  //! A client failed the handshake: a tutti client with another TUTTI_JOB_KEY, almost always a
-  //! rank of this job started with the wrong key (a port scanner never gets that far). That rank
-  //! cannot join, so keys it would set never appear: every parked wait, and every later one, is
-  //! answered now with why, instead of each rank learning nothing until its deadline.
-  void refuse_waits(const std::string& peer) {
-    kv_.refuse_for(peer);
-    {
-      std::lock_guard lock(mutex_);
-      linger_until_ = clock::now() + refusal_linger;
-    }
-    for (auto& [id, other] : conns_) {
-      if (!other.waiting || other.dead) continue;
-      const auto p = std::move(*other.waiting);
-      other.waiting.reset();
-      other.queue(tcp_wire::encode_error(tcp_wire::error_code::refused, kv_.refused_text(p.keys)));
-      flush(other);
-    }
-  }
-
-  //! After a set or add: answers every parked request whose keys now all exist.
-  void wake_parked(connection* except) {
-    for (auto& [id, c] : conns_) {
-      if (&c == except || !c.waiting || c.dead || kv_.missing(c.waiting->keys)) continue;
-      const auto p = std::move(*c.waiting);
-      c.waiting.reset();
-      answer(c, p.type, p.keys);
-      flush(c);
+  //! Queues and sends each frame the service produced (to a connection still open).
+  void deliver(const std::vector<outgoing>& out) {
+    for (const auto& o : out) {
+      const auto it = conns_.find(o.to);
+      if (it == conns_.end() || it->second.dead) continue;
+      it->second.queue(o.frame);
+      flush(it->second);
     }
   }
 
@@ -364,20 +312,15 @@ class store_server {
   void expire() {
     const auto now = clock::now();
     for (auto& [id, c] : conns_) {
-      if (c.dead) continue;
-      if (!c.authenticated && now >= c.handshake_until) {
-        char s[32];
-        std::snprintf(s, sizeof s, "%.1f", std::chrono::duration<double>(opt_.handshake_timeout).count());
-        warn(c, std::string("no complete handshake within ") + s + " s");
-        close(c);
-      } else if (c.waiting && now >= c.waiting->until) {
-        const std::string* key = kv_.missing(c.waiting->keys);
-        c.queue(tcp_wire::encode_error(tcp_wire::error_code::timeout,
-                                        "key '" + (key ? *key : std::string("?")) + "' was not set before the deadline"));
-        c.waiting.reset();
-        flush(c);
-      }
+      if (c.dead || c.authenticated || now < c.handshake_until) continue;
+      char s[32];
+      std::snprintf(s, sizeof s, "%.1f", std::chrono::duration<double>(opt_.handshake_timeout).count());
+      warn(c, std::string("no complete handshake within ") + s + " s");
+      close(c);
     }
+    std::vector<outgoing> out;
+    service_.expire(now, out);
+    deliver(out);
   }
 
   void flush(connection& c) {
@@ -399,6 +342,7 @@ class store_server {
   void close(connection& c) {
     if (c.dead) return;
     c.dead = true;
+    service_.forget(c.id);
     c.fd.reset();
     if (c.authenticated) {
       std::lock_guard lock(mutex_);
@@ -421,7 +365,7 @@ class store_server {
   // Owned by the server thread.
   std::map<std::uint64_t, connection> conns_;
   std::uint64_t next_id_ = 0;
-  key_value_table kv_;
+  store_service service_;
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
