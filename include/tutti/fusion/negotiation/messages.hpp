@@ -5,7 +5,7 @@
 //! sizes, one byte per enum and flag. Every read is checked; a truncated or malformed message is a
 //! transport_error naming the field and its offset, never a misread, and a count is checked against
 //! the bytes that follow before anything is allocated for it. Both ends are the same build of tutti,
-//! so the format has no version; docs/fusion.md describes the fields.
+//! so the format has no version; docs/fusion.md walks through the protocol.
 #pragma once
 #include <bit>
 #include <chrono>
@@ -132,7 +132,7 @@ inline std::vector<std::byte> encode(const report& r) {
 
 inline report decode_report(std::span<const std::byte> bytes) {
   using namespace negotiation_wire;
-  return decode_or_refuse(bytes, "fusion negotiation report", [](reader& in) {
+  return decode_or_refuse(bytes, "fusion negotiation: report", [](reader& in) {
     report r;
     r.blocking_requested = in.get<std::uint64_t>("the blocking count");
     r.stopping = in.get<std::uint8_t>("the stopping flag") != 0;
@@ -170,7 +170,7 @@ inline std::vector<std::byte> encode(const response& r) {
 
 inline response decode_response(std::span<const std::byte> bytes) {
   using namespace negotiation_wire;
-  return decode_or_refuse(bytes, "fusion negotiation response", [](reader& in) {
+  return decode_or_refuse(bytes, "fusion negotiation: response", [](reader& in) {
     response r;
     r.grant_to = in.get<std::uint64_t>("the blocking grant");
     r.stop = in.get<std::uint8_t>("the stop flag") != 0;
