@@ -10,8 +10,10 @@
 
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/detail/operation.hpp"
 #include "tutti/transport/op_pool.hpp"
 #include "tutti/transport/request_handle.hpp"
 #include "tutti/transport/inproc/fabric.hpp"
@@ -172,8 +174,7 @@ class inproc {
   }
 
   [[nodiscard]] std::string describe(const inproc_detail::op_state& op) const {
-    return "rank " + std::to_string(rank_) + ": " + (op.is_send ? "send of " : "receive of ") +
-           std::to_string(op.bytes) + " bytes " + (op.is_send ? "to" : "from") + " rank " + std::to_string(op.peer);
+    return on_rank(rank_) + detail::op_text(op, std::to_string(op.peer));
   }
 
   std::shared_ptr<fabric> fabric_;
