@@ -173,7 +173,7 @@ TEST_CASE("shm: a job id outside the naming rule (bootstrap/job_name.hpp) is ref
     CHECK(contains(e.what(), "rank 0: job id 'a.b' may only hold letters, digits, '-' and '_'"));
   }
   info.job_id.clear();
-  CHECK_THROWS_AS(shm(info), tutti::invalid_argument);
+  CHECK_THROWS_AS(shm{info}, tutti::invalid_argument);
   // Longer than a launcher's 64 characters, as multi_node's per-node jobs are: still a segment name.
   info.job_id = unique_job_id("shmlong") + "-" + std::string(80, 'x');
   shm t(info);

@@ -59,10 +59,10 @@ inline constexpr const char* rule = "1 to 64 characters of [A-Za-z0-9_-]";
   std::string id(launcher_id);
   for (char& c : id)
     if (!allowed(c)) c = '_';
-  if (id.empty()) id = "_";
+  if (id.empty()) id.push_back('_');
   if (id.size() <= max_length) return id;
   std::uint64_t hash = 14695981039346656037ull;  // FNV-1a over the launcher's own bytes
-  for (unsigned char c : launcher_id) hash = (hash ^ c) * 1099511628211ull;
+  for (char c : launcher_id) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   char tail[18];
   std::snprintf(tail, sizeof tail, "-%016llx", static_cast<unsigned long long>(hash));
   id.resize(max_length - 17);
@@ -71,12 +71,18 @@ inline constexpr const char* rule = "1 to 64 characters of [A-Za-z0-9_-]";
 
 //! What every segment of job `job` is named after: "tutti-<job>." (tutti-run removes by it).
 [[nodiscard]] inline std::string segment_prefix(std::string_view job) {
-  return "tutti-" + std::string(job) + ".";
+  std::string prefix = "tutti-";  // appended, not prepended: GCC 12 warns (-Wrestrict) on "..." + string&&
+  prefix += job;
+  prefix += '.';
+  return prefix;
 }
 
 //! Rank `rank`'s segment of job `job`, as shm_open takes it: "/tutti-<job>.<rank>".
 [[nodiscard]] inline std::string segment_name(std::string_view job, int rank) {
-  return "/" + segment_prefix(job) + std::to_string(rank);
+  std::string name = "/";
+  name += segment_prefix(job);
+  name += std::to_string(rank);
+  return name;
 }
 
 }  // namespace tutti::job_name

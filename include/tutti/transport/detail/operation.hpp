@@ -22,6 +22,14 @@ struct operation {
   int peer = -1;
   std::uint64_t tag = 0;
   std::size_t bytes = 0;
+
+  //! Records what is being posted; the rest of the record is the transport's to reset.
+  void posting(bool send, int to, std::uint64_t with_tag, std::size_t size) noexcept {
+    is_send = send;
+    peer = to;
+    tag = with_tag;
+    bytes = size;
+  }
 };
 
 //! "send of 8 bytes to rank 3" / "receive of 8 bytes from rank 3"; `peer` is how the transport

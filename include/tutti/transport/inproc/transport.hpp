@@ -135,10 +135,7 @@ class inproc {
   inproc_detail::op_state* acquire(int peer, std::uint64_t tag, std::size_t bytes, bool is_send) {
     check_peer(rank_, name, is_send, peer, world_size());
     auto* op = pool_.acquire(rank_, name);
-    op->is_send = is_send;
-    op->peer = peer;
-    op->tag = tag;
-    op->bytes = bytes;
+    op->posting(is_send, peer, tag, bytes);
     op->src = nullptr;
     op->dst = nullptr;
     op->status.store(inproc_detail::op_pending, std::memory_order_relaxed);

@@ -43,10 +43,7 @@ class channel {
     check_peer(c_.rank, name, is_send, peer, c_.world);
     live_.usable(is_send ? "send" : "recv");
     auto* op = q_.ops.acquire(c_.rank, name);
-    op->is_send = is_send;
-    op->peer = peer;
-    op->tag = tag;
-    op->bytes = bytes;
+    op->posting(is_send, peer, tag, bytes);
     op->state = op_queued;
     op->data = data;
     op->group = 0;

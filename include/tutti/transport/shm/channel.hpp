@@ -135,12 +135,9 @@ class channel {
     check_peer(job_.rank, name, is_send, peer, job_.world);
     if (!job_.broken.empty()) throw transport_error(job_.broken + "; the transport is unusable");
     op_state* op = ops_.acquire(job_.rank, name);
+    op->posting(is_send, peer, tag, bytes);
     op->status = op_pending;
-    op->is_send = is_send;
     op->started = false;
-    op->peer = peer;
-    op->tag = tag;
-    op->bytes = bytes;
     op->done = 0;
     op->src = nullptr;
     op->dst = nullptr;

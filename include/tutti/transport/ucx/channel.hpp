@@ -147,12 +147,9 @@ class channel {
       throw transport_error(rank_text(job_.rank) + ": transport::ucx " + what + " rank " + std::to_string(peer) +
                             ": the transport was aborted and is unusable");
     auto* op = ops_.acquire(job_.rank, name);
+    op->posting(is_send, peer, tag, bytes);
     op->state = op_pending;
-    op->is_send = is_send;
     op->abandoned = false;
-    op->peer = peer;
-    op->tag = tag;
-    op->bytes = bytes;
     op->arrived = 0;
     op->status = UCS_OK;
     op->request = nullptr;
