@@ -61,7 +61,7 @@ struct input {
   YAML::Node node;     //!< the value (a null node when an always-read field is absent)
   YAML::Node key;      //!< the key, whose line a missing key inside this value points at
   std::string dotted;  //!< "optimizations.aggregation_frequency"
-  bool present;
+  bool present;        //!< false only for an always-read field (field::when_absent::read) that is absent
   experiment_config& c;
   parse_state& s;
 
