@@ -27,7 +27,7 @@
 #include "tutti/core/error.hpp"
 #include "tutti/fusion/bayesian_optimizer.hpp"
 #include "tutti/fusion/concepts.hpp"
-#include "tutti/fusion/tuner.hpp"
+#include "tutti/fusion/autotune_interface.hpp"
 
 namespace tutti::fusion {
 
