@@ -2,10 +2,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <new>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -54,7 +52,8 @@ class scratch_buffer {
 //! grid and group transports), created on first use, one slot per state type: an algorithm's state
 //! type is its own (hierarchical<I, X>::state<T>), so several stateful algorithms in one
 //! communicator (tuned<A...> will be one) each keep theirs. One slot for all, as before issue 19,
-//! handed the first algorithm's state to the second. The communicator owns it.
+//! handed the first algorithm's state to the second. The communicator owns one; each level of a
+//! composition has its own (sub_slot), so a nested algorithm never finds its parent's.
 class algorithm_state {
  public:
   //! The state of type S, made by `make()` (returning std::shared_ptr<S>) the first time.

@@ -241,7 +241,7 @@ struct hierarchical {
     pairwise_alltoall(c, in, out, count, t);
   }
 
-  //! The node grid and the two group transports, made on the communicator's first collective.
+  //! The node grid, the two group transports and their slots, made on this algorithm's first collective.
   template <class Transport>
   struct state {
     node_grid grid;
