@@ -3,8 +3,11 @@
 //! stateful algorithms in one communicator, and the node map learnt when the communicator is made.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <tutti/algorithm/direct.hpp>
@@ -83,4 +86,32 @@ TEST_CASE("the node map is learnt when the communicator is made, and a group's p
   // The group of ranks 0, 2, 5: all on node a.
   const std::vector<int> same{0, 2, 5};
   CHECK(alg::part_of(maps[0], same).map->nodes() == 1);
+}
+
+TEST_CASE("making a communicator is collective: a rank that never makes one is named by the others' constructors") {
+  auto options = tutti::communicator_options::from_env();
+  options.timeout = std::chrono::milliseconds(300);
+  std::atomic<bool> release{false};
+  std::vector<std::string> what(3);
+  auto errors = tutti::transport::inproc::run(3, [&](tutti::transport::inproc& t) {
+    if (t.rank() == 2) {  // alive, but busy elsewhere until the others gave up
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return;
+    }
+    try {
+      tutti::communicator<tutti::transport::inproc, alg::ring> comm(t, options);
+    } catch (const tutti::timeout& e) {
+      what[static_cast<std::size_t>(t.rank())] = e.what();
+    } catch (const tutti::peer_lost& e) {  // the other waiting rank timed out first and left
+      what[static_cast<std::size_t>(t.rank())] = e.what();
+    }
+    if (t.rank() == 0) release.store(true);
+  });
+  for (auto& e : errors) CHECK_FALSE(e);
+  for (int r : {0, 1}) {
+    const std::string& w = what[static_cast<std::size_t>(r)];
+    INFO(w);
+    CHECK(w.rfind("rank " + std::to_string(r) + ": tutti::communicator: while learning which node each rank is on: ", 0) == 0);
+  }
+  CHECK((what[0].find("rank 2") != std::string::npos || what[1].find("rank 2") != std::string::npos));
 }
