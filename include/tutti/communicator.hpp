@@ -31,6 +31,7 @@
 
 #include "tutti/algorithm/concepts.hpp"
 #include "tutti/algorithm/context.hpp"
+#include "tutti/algorithm/node_map.hpp"
 #include "tutti/bootstrap/rank_info.hpp"
 #include "tutti/codec/concepts.hpp"
 #include "tutti/codec/error_feedback.hpp"
@@ -50,13 +51,14 @@
 #include "tutti/fusion/none.hpp"
 #include "tutti/transport/concepts.hpp"
 #include "tutti/transport/exchange.hpp"
+#include "tutti/tuner/pipeline.hpp"
 
 namespace tutti {
 
 //! Run-time settings of a communicator; from_env() reads the TUTTI_* variables.
 struct communicator_options {
   std::chrono::nanoseconds timeout = std::chrono::seconds(300);  //!< TUTTI_TIMEOUT: any one collective
-  std::size_t chunk_bytes = 512 << 10;  //!< TUTTI_CHUNK_BYTES: pipelining unit of chunked algorithms
+  std::size_t chunk_bytes = tuner::pipeline_tuning{}.chunk_bytes;  //!< TUTTI_CHUNK_BYTES: pipelining unit of chunked algorithms
   bool check = true;                    //!< TUTTI_CHECK: cross-rank argument check before each collective
   //! TUTTI_STALL_TIMEOUT: how long a tensor enqueued by some ranks waits for the others before its
   //! handles fail naming the missing ranks (allreduce_async).
@@ -264,6 +266,7 @@ class communicator {
   //! Uses a transport that the caller owns and keeps alive longer than the communicator.
   explicit communicator(transport_type& transport, communicator_options options = communicator_options::from_env())
       : transport_(&transport), options_(options) {
+    nodes_ = algorithm::learn_nodes(*transport_, deadline::after(options_.timeout));  // collective
     announce("made by the caller");
   }
   //! Owns its transport.
@@ -679,6 +682,7 @@ class communicator {
   communicator(std::unique_ptr<transport_type> transport, communicator_options options, const std::string& origin)
       : owned_(std::move(transport)), transport_(owned_.get()), options_(options) {
     if (!transport_) throw invalid_argument("tutti::communicator: null transport");
+    nodes_ = algorithm::learn_nodes(*transport_, deadline::after(options_.timeout));  // collective
     announce(origin);
   }
 
@@ -833,7 +837,7 @@ class communicator {
   algorithm::scratch_buffer scratch_;
   algorithm::algorithm_state algorithm_state_;
   algorithm::phase_log* phase_log_ = nullptr;  //!< set by the engine's thread around its collectives
-  algorithm::node_source nodes_;  //!< which node each rank is on, once known
+  algorithm::node_source nodes_;  //!< which node each rank is on: learnt at construction
   std::uint64_t sequence_ = 0;
   std::string broken_;  //!< non-empty once a collective failed midway: data may be partial
   std::vector<collective_descriptor> descriptors_;

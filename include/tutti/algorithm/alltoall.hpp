@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "tutti/core/dtype.hpp"
+#include "tutti/tuner/alltoall.hpp"
 
 namespace tutti::algorithm {
 
@@ -30,7 +31,7 @@ void pairwise_alltoall(Ctx& c, const void* in, void* out, std::size_t count, dty
   }
   const auto at = [block](auto* base, int q) { return base + static_cast<std::size_t>(q) * block; };
   if (src != dst) std::memcpy(at(dst, r), at(src, r), block);
-  constexpr int window = 8;  // steps in flight
+  constexpr int window = tuner::alltoall_tuning::window;  // steps in flight
   std::array<typename Ctx::request, 2 * window> pending{};
   for (int first = 1; first < n; first += window) {
     const int last = std::min(n, first + window);

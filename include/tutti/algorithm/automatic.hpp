@@ -45,7 +45,7 @@ struct automatic {
   template <class Transport>
   [[nodiscard]] static std::string resolved(const Transport& t) {
     if constexpr (spans_nodes<Transport>) {
-      const std::string hierarchical = "hierarchical<" + std::string(flat_for<typename transport::node_level<Transport>::type>::name) + ", ring>";
+      const std::string hierarchical(across_nodes_for<Transport>::name);
       if constexpr (requires { t.nodes().even(); }) {
         if (!t.nodes().even()) return "ring: the nodes hold different numbers of ranks";
         return hierarchical;

@@ -2,10 +2,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <new>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -14,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "tutti/algorithm/node_map.hpp"
 #include "tutti/algorithm/phases.hpp"
 #include "tutti/bootstrap/node.hpp"
 #include "tutti/codec/concepts.hpp"
@@ -23,7 +22,7 @@
 #include "tutti/core/error.hpp"
 #include "tutti/core/message.hpp"
 #include "tutti/core/reduce.hpp"
-#include "tutti/transport/exchange.hpp"
+#include "tutti/tuner/overrides.hpp"
 
 namespace tutti::algorithm {
 
@@ -53,7 +52,8 @@ class scratch_buffer {
 //! grid and group transports), created on first use, one slot per state type: an algorithm's state
 //! type is its own (hierarchical<I, X>::state<T>), so several stateful algorithms in one
 //! communicator (tuned<A...> will be one) each keep theirs. One slot for all, as before issue 19,
-//! handed the first algorithm's state to the second. The communicator owns it.
+//! handed the first algorithm's state to the second. The communicator owns one; each level of a
+//! composition has its own (sub_slot), so a nested algorithm never finds its parent's.
 class algorithm_state {
  public:
   //! The state of type S, made by `make()` (returning std::shared_ptr<S>) the first time.
@@ -72,11 +72,14 @@ class algorithm_state {
   std::vector<std::pair<std::type_index, std::shared_ptr<void>>> slots_;
 };
 
-//! Which node each rank of a communicator is on: computed once per communicator and kept. A
-//! transport that knows it from its own bootstrap (transport::node_aware) hands it over; otherwise
-//! the ranks exchange their node ids on the first collective whose algorithm asks (context::nodes()).
-struct node_source {
-  std::optional<node_map> map;
+//! What a composing algorithm (hierarchical) keeps for each level it runs another algorithm on,
+//! and hands to context::sub(): that level's scratch (apart from the caller's, which holds the
+//! composer's own data), the state of the algorithms it runs there (their own slots: a nested
+//! hierarchical's grid is not its parent's), and the part of the node map the level's ranks span.
+struct sub_slot {
+  scratch_buffer scratch;
+  algorithm_state state;
+  node_source nodes;
 };
 
 //! One collective's view: the transport, a tag unique to this collective, its deadline, scratch,
@@ -103,8 +106,9 @@ class context {
         peers_(peers), state_(state), call_(call), nodes_(nodes) {}
 
   //! "rank r: allreduce #s: ", to begin an error an algorithm throws (names rank and collective).
+  //! In a sub-context the rank named is the communicator's, not the group's.
   [[nodiscard]] std::string where() const {
-    return call_ ? call_prefix(rank(), *call_) : on_rank(rank());
+    return call_ ? call_prefix(job_rank(), *call_) : on_rank(job_rank());
   }
 
   //! For algorithms that check arguments in their first synchronisation (`checks_arguments`): this
@@ -135,28 +139,43 @@ class context {
   //! The algorithm's state on this communicator (see algorithm_state); S is made by make() once.
   template <class S, class Make>
   S& state(Make&& make) {
-    if (!state_) throw error("rank " + std::to_string(rank()) + ": this algorithm needs state, and its context has none");
+    if (!state_) throw error(on_rank(job_rank()) + "this algorithm needs state, and its context has none");
     return state_->get<S>(std::forward<Make>(make));
   }
 
-  //! Which node every rank is on (see node_source). The first call on a communicator whose
-  //! transport does not know it exchanges every rank's node id with this collective's tag, so every
-  //! rank must ask in the same collective (all ranks run the same algorithm, so they do).
-  const node_map& nodes() {
-    if (!nodes_) throw error(where() + "this context has no node map (a sub-collective's context)");
-    if (!nodes_->map) {
-      if constexpr (requires { transport_.nodes(); }) {
-        nodes_->map = transport_.nodes();
-      } else {
-        std::vector<std::uint64_t> hashes(static_cast<std::size_t>(size()));
-        hashes[static_cast<std::size_t>(rank())] = node_hash(node_of_transport());
-        std::vector<request> pending;
-        transport::exchange_with_all(transport_, tag_, std::span(hashes), until_, pending);
-        nodes_->map = node_map::from_hashes(hashes);
-      }
-    }
+  //! Which node every rank of this context is on: the communicator's node map (algorithm/node_map.hpp,
+  //! learnt when it was made), or in a sub-context the part of it the group spans.
+  const node_map& nodes() const {
+    if (!nodes_) throw error(where() + "this context has no node map");
+    if (!nodes_->map) throw error(where() + "this communicator has no node map: " + nodes_->missing);
     return *nodes_->map;
   }
+
+  //! A context for an algorithm that runs on `group` (a transport::group view of this context's
+  //! transport, or another transport such as a node-aware one's node level) inside this
+  //! collective: the same call (for messages), tag, deadline, pipelining unit and tuning; the
+  //! slot's scratch, state and node map (the part of this one the group spans, which the caller
+  //! puts there). SubCodec: what the sub-collective's elements become on the wire (hierarchical
+  //! keeps codec::none inside nodes). It never checks arguments (the caller did) and never
+  //! records phases (only the top-level context does).
+  template <class SubCodec = Codec, class Group>
+  [[nodiscard]] context<Group, SubCodec> sub(Group& group, sub_slot& slot) const noexcept {
+    context<Group, SubCodec> s(group, slot.scratch, tag_, until_, chunk_bytes_, nullptr, nullptr, &slot.state, call_,
+                               &slot.nodes);
+    s.job_rank_ = job_rank();
+    s.tuning_ = tuning_;
+    return s;
+  }
+
+  //! The tuning values an algorithm runs with (tuner/): the ones `set_tuning` gave for this call
+  //! (tuned<...> will), else Tuning's defaults. One test of a null pointer when none were given.
+  template <class Tuning>
+  [[nodiscard]] const Tuning& tuning() const noexcept {
+    if (tuning_)
+      if (const Tuning* chosen = tuning_->template find<Tuning>()) return *chosen;
+    return tuner::defaults<Tuning>;
+  }
+  void set_tuning(const tuner::overrides* chosen) noexcept { tuning_ = chosen; }
 
   // ---- the codec seam ------------------------------------------------------------------------
   //! Bytes on the wire for n elements of t.
@@ -232,11 +251,13 @@ class context {
   float prescale_ = 1.0f;
   float* residual_ = nullptr;
   phase_log* phases_ = nullptr;  //!< only the top-level context records: sub-contexts never get one
+  const tuner::overrides* tuning_ = nullptr;
+  int job_rank_ = -1;  //!< in a sub-context: the communicator's rank, for messages
 
-  std::string node_of_transport() const {
-    if constexpr (requires { transport_.node_id(); }) return std::string(transport_.node_id());
-    else return node_id_from_env();
-  }
+  [[nodiscard]] int job_rank() const noexcept { return job_rank_ >= 0 ? job_rank_ : rank(); }
+
+  template <class, class>
+  friend class context;  // sub() sets a sub-context's job rank and tuning
 };
 
 }  // namespace tutti::algorithm

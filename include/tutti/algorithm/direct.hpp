@@ -28,6 +28,7 @@
 #include "tutti/core/policy.hpp"
 #include "tutti/core/reduce.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/tuner/direct.hpp"
 
 namespace tutti::algorithm {
 
@@ -40,8 +41,6 @@ struct direct {
   //! shared memory compression saves no link bandwidth, but a communicator's results must not
   //! depend on which algorithm ran (the same quantisation on every algorithm).
   static constexpr bool carries_lossy_codecs = true;
-  //! allreduce up to this size is one-shot: one synchronisation beats halving the reads
-  static constexpr std::size_t one_shot_bytes = 32 << 10;  // two-shot measured 4.5 vs 3.2 GB/s at 64 KiB
   //! Ranks' descriptors travel with the first epoch's signal: no separate checking round.
   template <class Transport>
   static constexpr bool checks_arguments = true;
@@ -69,7 +68,7 @@ struct direct {
     const auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
     const std::size_t chunk = std::max<std::size_t>(1, tr.stage_bytes() / esz);
-    if (bytes <= one_shot_bytes && bytes <= tr.stage_bytes()) {
+    if (bytes <= c.template tuning<tuner::direct_tuning>().one_shot_bytes && bytes <= tr.stage_bytes()) {
       // Every rank folds all inputs in rank order 0..n-1, so all ranks get identical bits.
       c.phase("ONE_SHOT");
       const auto e = tr.next_epoch();

@@ -50,6 +50,7 @@
 #include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/core/reduce.hpp"
+#include "tutti/tuner/halving_doubling.hpp"
 
 namespace tutti::algorithm {
 
@@ -58,14 +59,8 @@ struct halving_doubling {
   static constexpr std::string_view name = "halving_doubling";
   //! allreduce carries lossy codecs (algorithm/compressed.hpp, XOR partners on powers of two).
   static constexpr bool carries_lossy_codecs = true;
-  //! broadcast from this size on is scatter + allgather (moves ~2·S per rank, not S·log2 n at root);
-  //! below it the binomial tree's ceil(log2 n) latencies win. The usual MPI crossover; not yet tuned here.
-  static constexpr std::size_t scatter_broadcast_bytes = 64 << 10;
-  //! reduce up to this size is a binomial tree (log2 n steps instead of halving's 2·log2 p).
-  static constexpr std::size_t tree_reduce_bytes = 8 << 10;
-  //! alltoall blocks up to this size go by Bruck: each of its ceil(log2 n) messages carries about
-  //! n/2 blocks, so it sends (n/2)·log2(n) blocks instead of n-1 — a win only while latency rules.
-  static constexpr std::size_t bruck_block_bytes = 256;
+  //! Its size crossovers (broadcast: binomial tree or scatter + allgather; reduce: binomial tree or
+  //! Rabenseifner; alltoall: Bruck or pairwise) are tuner::halving_doubling_tuning, read per call.
 
   template <class Ctx>
   static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
@@ -188,7 +183,7 @@ struct halving_doubling {
     }
     std::array<typename Ctx::request, 32> sends{};  // one per child: at most log2 of an int's range
     std::size_t k = 0;
-    if (bytes < scatter_broadcast_bytes || n < 3) {
+    if (bytes < c.template tuning<tuner::halving_doubling_tuning>().scatter_broadcast_bytes || n < 3) {
       const int parent_bit = lowest_bit(rel, n);  // rel's subtree is [rel, rel + parent_bit)
       if (rel) recv_all(c, rank_of(rel - parent_bit), dst, bytes);
       for (int m = parent_bit / 2; m >= 1; m /= 2)
@@ -222,7 +217,7 @@ struct halving_doubling {
     const auto rank_of = [&](int i) { return (i + root) % n; };
     const auto* src = static_cast<const std::byte*>(in);
     auto* dst = static_cast<std::byte*>(out);
-    if (count * esz <= tree_reduce_bytes) return tree_reduce(c, src, dst, count, t, o, rel, rank_of);
+    if (count * esz <= c.template tuning<tuner::halving_doubling_tuning>().tree_reduce_bytes) return tree_reduce(c, src, dst, count, t, o, rel, rank_of);
     const fold f{n};
     const std::size_t round = std::min(count, static_cast<std::size_t>(f.p) * chunk_elems(c.chunk_bytes(), esz));
     // Root reduces in its output; the others need a slice of partial sums of their own.
@@ -279,7 +274,8 @@ struct halving_doubling {
   template <class Ctx>
   static void alltoall(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
     const std::size_t block = count * size_of(t);
-    if (c.size() < 3 || block == 0 || block > bruck_block_bytes) return pairwise_alltoall(c, in, out, count, t);
+    if (c.size() < 3 || block == 0 || block > c.template tuning<tuner::halving_doubling_tuning>().bruck_block_bytes)
+      return pairwise_alltoall(c, in, out, count, t);
     bruck_alltoall(c, static_cast<const std::byte*>(in), static_cast<std::byte*>(out), block);
   }
 

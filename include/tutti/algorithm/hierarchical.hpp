@@ -11,11 +11,14 @@
 //! each level sees contiguous blocks); broadcast and reduce go through the root's local index on
 //! every node; barrier is Intra's then Inter's; alltoall is the flat pairwise exchange.
 //!
-//! Nodes come from the communicator's node map (context::nodes()): a node-aware transport's
-//! bootstrap built it; otherwise the transport's node_id() (rank_info::node_id: hostname + boot id,
-//! or TUTTI_NODE_ID) is exchanged once per communicator, on the first collective that asks. Every
-//! node must hold the same number of ranks; otherwise every rank gets the same
-//! tutti::invalid_argument naming the nodes.
+//! Nodes come from the communicator's node map (context::nodes(), algorithm/node_map.hpp): a
+//! node-aware transport's bootstrap built it; otherwise the transport's node_id() (rank_info::node_id:
+//! hostname + boot id, or TUTTI_NODE_ID) was exchanged when the communicator was made. Every node
+//! must hold the same number of ranks; otherwise every rank gets the same tutti::invalid_argument
+//! naming the nodes.
+//! Intra and Inter get sub-contexts (context::sub): the same call, tag, deadline and tuning, their
+//! own scratch and state, and the part of the node map their group spans, so either may itself be
+//! a composition (hierarchical<hierarchical<direct, ring>, ring>) or a stateful algorithm.
 //! Intra and Inter run over transport::group views. Intra's is one-sided when the transport is
 //! (so hierarchical<direct, ring> reads node peers' memory directly); Inter's is always two-sided,
 //! so a one-sided Inter (direct) is a compile-time error (see transport/group.hpp for why).
@@ -39,9 +42,11 @@
 #include <vector>
 
 #include "tutti/algorithm/alltoall.hpp"
+#include "tutti/algorithm/composed_name.hpp"
 #include "tutti/algorithm/compressed.hpp"
 #include "tutti/algorithm/concepts.hpp"
 #include "tutti/algorithm/context.hpp"
+#include "tutti/algorithm/node_map.hpp"
 #include "tutti/bootstrap/node.hpp"
 #include "tutti/core/dtype.hpp"
 #include "tutti/core/error.hpp"
@@ -49,10 +54,11 @@
 #include "tutti/core/policy.hpp"
 #include "tutti/core/reduce.hpp"
 #include "tutti/transport/concepts.hpp"
-#include "tutti/transport/exchange.hpp"
 #include "tutti/transport/group.hpp"
 
 namespace tutti::algorithm {
+
+inline constexpr std::string_view hierarchical_name = "hierarchical";
 
 template <class Intra, class Inter>
 struct hierarchical {
@@ -62,7 +68,8 @@ struct hierarchical {
                 "tutti::algorithm::hierarchical<Intra, Inter>: Inter runs on a two-sided group view, so it cannot be a "
                 "one-sided algorithm such as direct (Intra can); use ring, tree or halving_doubling across nodes");
   using tutti_role = role::algorithm;
-  static constexpr std::string_view name = "hierarchical";
+  //! Names its parts: "hierarchical<direct, ring>" (log lines, error messages).
+  static constexpr std::string_view name = composed_name<hierarchical_name, Intra, Inter>;
   using intra_algorithm = Intra;
   //! Carries lossy codecs when its inter-node algorithm does (they apply across nodes only).
   static constexpr bool carries_lossy_codecs = lossy_codec_carrier<Inter>;
@@ -234,22 +241,23 @@ struct hierarchical {
     pairwise_alltoall(c, in, out, count, t);
   }
 
-  //! The node grid and the two group transports, made on the communicator's first collective.
+  //! The node grid, the two group transports and their slots, made on this algorithm's first collective.
   template <class Transport>
   struct state {
     node_grid grid;
     std::string refusal;  //!< why this job cannot be arranged in nodes (empty: it can)
     intra_group<Transport> intra;
     transport::group<Transport> inter;
-    scratch_buffer intra_scratch, inter_scratch;  // apart from the caller's scratch, which holds our own data
+    sub_slot intra_slot, inter_slot;  //!< each level's scratch, state and node map
 
+    //! Intra's elements travel exact (codec::none); Inter's as the communicator's codec says.
     template <class Ctx>
     context<intra_group<Transport>> intra_context(Ctx& c) {
-      return {intra, intra_scratch, c.tag(), c.until(), c.chunk_bytes()};
+      return c.template sub<codec::none>(intra, intra_slot);
     }
     template <class Ctx>
     context<transport::group<Transport>, typename Ctx::codec_type> inter_context(Ctx& c) {
-      return {inter, inter_scratch, c.tag(), c.until(), c.chunk_bytes()};
+      return c.sub(inter, inter_slot);
     }
     //! Node and local index of global rank r.
     [[nodiscard]] std::pair<int, int> place(int r) const {
@@ -261,21 +269,24 @@ struct hierarchical {
   };
 
  private:
-  //! First call: the node grid from the communicator's node map (context::nodes(): from a
-  //! node-aware transport's bootstrap, or exchanged once per communicator), and the two groups.
+  //! First call: the node grid from the context's node map (the communicator's, or the part of it
+  //! a parent composition's group spans), the two groups, and each group's part of the map.
   template <class Ctx>
   static auto& setup(Ctx& c) {
     using T = typename Ctx::transport_type;
     auto& s = c.template state<state<T>>([] { return std::make_shared<state<T>>(); });
     if (s.intra.world_size() == 0 && s.refusal.empty()) {
       try {
-        s.grid = node_grid::from_map(c.nodes(), c.rank());
+        const node_map& nodes = c.nodes();
+        s.grid = node_grid::from_map(nodes, c.rank());
         std::vector<int> node_members = s.grid.intra;  // global ranks; a separate node transport numbers them locally
         if constexpr (transport::node_level<T>::separate)
           for (int l = 0; l < s.grid.local_size; ++l) node_members[static_cast<std::size_t>(l)] = l;
         s.intra = intra_group<T>(transport::node_level<T>::of(c.transport()), std::move(node_members));
         if constexpr (transport::node_level<T>::separate) s.intra.name_parent_ranks(s.grid.intra);
         s.inter = transport::group<T>(c.transport(), s.grid.inter);
+        s.intra_slot.nodes = part_of(nodes, s.grid.intra);
+        s.inter_slot.nodes = part_of(nodes, s.grid.inter);
       } catch (const invalid_argument& e) {
         s.refusal = e.what();
       }

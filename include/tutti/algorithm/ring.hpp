@@ -19,6 +19,7 @@
 #include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/core/reduce.hpp"
+#include "tutti/tuner/ring.hpp"
 
 namespace tutti::algorithm {
 
@@ -107,7 +108,7 @@ struct ring {
     auto* dst = static_cast<std::byte*>(out);
     const auto* src = pos == 0 ? static_cast<const std::byte*>(in) : dst;
     const std::size_t chunk = c.chunk_bytes();
-    constexpr std::size_t window = 8;  // sends in flight before the oldest must have been taken
+    constexpr std::size_t window = tuner::ring_tuning::broadcast_window;  // sends in flight before the oldest is taken
     std::array<typename Ctx::request, window> sends{};
     std::size_t k = 0;
     for (std::size_t first = 0; first < bytes && n > 1; first += chunk, ++k) {
@@ -137,7 +138,7 @@ struct ring {
     const int pos = wrap(c.rank() - root, n);  // 0 at root; n-1 starts the chain
     const int from = wrap(c.rank() + 1, n), to = wrap(c.rank() - 1, n);
     const std::size_t chunk = chunk_elems(c.chunk_bytes(), esz);
-    constexpr std::size_t window = 4;  // partial sums in flight before the oldest must have been taken
+    constexpr std::size_t window = tuner::ring_tuning::reduce_window;  // partial sums in flight
     std::byte* incoming = c.scratch((window + 1) * chunk * esz);
     std::byte* partial = incoming + chunk * esz;
     std::array<typename Ctx::request, window> sends{};

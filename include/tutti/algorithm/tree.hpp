@@ -43,6 +43,7 @@
 #include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/core/reduce.hpp"
+#include "tutti/tuner/tree.hpp"
 
 namespace tutti::algorithm {
 
@@ -181,7 +182,7 @@ struct tree {
   }
 
  private:
-  static constexpr std::size_t window = 2;  //!< chunks whose sends may be in flight per tree
+  static constexpr std::size_t window = tuner::tree_tuning::window;  //!< chunks whose sends may be in flight per tree
 
   enum class mode { allreduce, reduce, broadcast };
 

@@ -6,18 +6,16 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tutti/tuner/pack.hpp"
+
 namespace tutti::cuda::inline v0_1 {
 
 //! Elements one thread moves per step of the vector path: 16 bytes of a 16-bit type, two 16-byte
 //! words of float. A chunk's first element is a multiple of this from its tensor's start.
 inline constexpr std::size_t vector_elements = 8;
 
-//! The default chunk, measured (bench/cuda/gpu-check.sh, H100, ResNet-50's and BERT-base's
-//! gradients, fp32 -> fp16): a block moves its chunk in a loop with one 16-byte load per thread in
-//! flight, so fewer, longer blocks leave the memory system idle. 8 Ki elements (four steps of 256
-//! threads) packed at 0.95x cudaMemcpy's GB/s and unpacked at 0.85-0.89x; apex's 64 Ki gave 0.78-0.81x
-//! and 0.74-0.88x, 256 Ki 0.38-0.69x. A table row is 40 bytes per 32 KiB of fp32 gradients.
-inline constexpr std::size_t default_chunk_elements = std::size_t{1} << 13;
+//! The default chunk: tuner::pack_tuning says where it was measured.
+inline constexpr std::size_t default_chunk_elements = tuner::pack_tuning::chunk_elements;
 
 //! Rows a tensor of `elements` becomes: ceil(elements / chunk_elements) (0 for an empty tensor).
 [[nodiscard]] constexpr std::size_t chunks_in(std::size_t elements,

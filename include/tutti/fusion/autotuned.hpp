@@ -27,7 +27,7 @@
 #include "tutti/core/error.hpp"
 #include "tutti/fusion/bayesian_optimizer.hpp"
 #include "tutti/fusion/concepts.hpp"
-#include "tutti/fusion/tuner.hpp"
+#include "tutti/fusion/autotune_interface.hpp"
 
 namespace tutti::fusion {
 
@@ -85,7 +85,8 @@ class bayesian_tuner final : public tuner {
         current_(initial),
         x_(fusion_search_space::of(initial)),
         codec_(std::move(codec)),
-        algorithm_(std::move(algorithm)) {
+        // A composed algorithm's name has a comma ("hierarchical<direct, ring>"): one CSV field, quoted.
+        algorithm_(algorithm.find(',') == std::string::npos ? std::move(algorithm) : '"' + algorithm + '"') {
     if (!settings_.log_path.empty()) {
       log_ = std::fopen(settings_.log_path.c_str(), "w");
       if (!log_) throw invalid_argument("TUTTI_AUTOTUNE_LOG=" + settings_.log_path + ": cannot open it for writing");

@@ -39,7 +39,7 @@
 #include "tutti/fusion/negotiation.hpp"
 #include "tutti/algorithm/phases.hpp"
 #include "tutti/fusion/timeline.hpp"
-#include "tutti/fusion/tuner.hpp"
+#include "tutti/fusion/autotune_interface.hpp"
 
 namespace tutti::fusion {
 

@@ -1,4 +1,4 @@
-//! @file tuner.hpp  The interface the fusion engine asks for new parameters (fusion::autotuned implements it).
+//! @file autotune_interface.hpp  fusion::tuner, the interface the fusion engine asks for new parameters (fusion::autotuned implements it).
 #pragma once
 #include <cstddef>
 #include <optional>
