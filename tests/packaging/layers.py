@@ -2,7 +2,8 @@
 """The map is the code: checks include/tutti/ against the layer order docs/layers.md states.
 
 1. A header includes tutti headers only from its own folder or from a lower floor.
-2. No header befriends a class outside its own `detail::` (e.g. a CRTP base): a friend class reaches
+2. No header befriends a class other than one it defines itself (other instantiations of the same
+   template) or one in its layer's `detail::` (a CRTP base): a friend class reaches
    into private members past every interface, which is how a cycle between layers hides from the
    include graph. Friend functions (a defaulted operator==) are fine.
 3. No header is over 450 lines unless it is listed in LONG_ALLOWED with the reason it is one concern.
@@ -16,8 +17,8 @@ import sys
 # Folder (or top-level header stem) -> floor. Same floor, different folder: neither includes the other.
 FLOORS = {
     "core": 1,
-    "codec": 2, "bootstrap": 2,
-    "cuda": 3, "tuner": 3,
+    "codec": 2, "bootstrap": 2, "tuner": 2,  # tuner/: tuning values and their provenance, plain data
+    "cuda": 3,
     "transport": 4,
     "algorithm": 5,
     "fusion": 6,
@@ -61,8 +62,11 @@ def main() -> int:
                 problems.append(f"{rel} (floor {FLOORS[mine]}, {mine}) includes tutti/{target} "
                                 f"(floor {FLOORS[theirs]}, {theirs}): a layer includes only lower floors")
         for name in FRIEND.findall(text):
-            if re.sub(r"^\s*(class|struct)\s+", "", name).startswith("detail::"):
+            target = re.sub(r"^\s*(class|struct)\s+", "", name).strip()
+            if target.startswith("detail::"):
                 continue  # the layer's own implementation detail
+            if re.search(r"\b(class|struct)\s+" + re.escape(target.split("<")[0]) + r"\b[^;]*\{", text):
+                continue  # a class this header defines (e.g. context<T, C> befriending context<G, S>)
             problems.append(f"{rel}: 'friend {name.strip()}': give the other side an interface instead")
         lines = text.count("\n")
         if lines > MAX_LINES and rel not in LONG_ALLOWED:
