@@ -27,6 +27,7 @@
 #include "tutti/bootstrap/tcp_store.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/log.hpp"
+#include "tutti/core/message.hpp"
 #ifdef TUTTI_HAVE_PMIX
 #include "tutti/bootstrap/pmix.hpp"
 #include "tutti/bootstrap/pmix_rendezvous.hpp"
@@ -40,7 +41,7 @@ namespace detail {
 [[nodiscard]] inline job_key fresh_job_key(int rank) {
   unsigned char raw[32];
   if (RAND_bytes(raw, sizeof raw) != 1)
-    throw transport_error("rank " + std::to_string(rank) + ": OpenSSL RAND_bytes could not make a job key");
+    throw transport_error(on_rank(rank) + "OpenSSL RAND_bytes could not make a job key");
   std::string hex;
   for (unsigned char b : raw) {
     hex += "0123456789abcdef"[b >> 4];
@@ -76,7 +77,7 @@ namespace detail {
     opt.key = fresh_job_key(0);
     return std::make_shared<tcp_store>(std::move(opt));
   }
-  throw invalid_argument("rank " + std::to_string(info.rank) + " (launched by " + info.launcher +
+  throw invalid_argument(rank_text(info.rank) + " (launched by " + info.launcher +
                          "): a multi-host job needs a rendezvous store: set TUTTI_STORE_ADDR=host:port (rank 0's "
                          "host and a free port) or MASTER_ADDR and MASTER_PORT, and TUTTI_JOB_KEY on every rank; or "
                          "start the job with tutti-run, or under mpirun or srun --mpi=pmix in a build with "
@@ -111,7 +112,7 @@ inline job_store_state& job_store_singleton() {
     s.store = detail::make_job_store(info);
     s.rank = info.rank;
   } else if (s.rank != info.rank) {
-    throw invalid_argument("rank " + std::to_string(info.rank) + ": this process already joined the job's store as rank " +
+    throw invalid_argument(on_rank(info.rank) + "this process already joined the job's store as rank " +
                            std::to_string(s.rank));
   }
   return s.store;

@@ -40,6 +40,7 @@
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/log.hpp"
+#include "tutti/core/message.hpp"
 
 namespace tutti::bootstrap {
 
@@ -116,7 +117,7 @@ template <class AllGather>
 [[nodiscard]] agreed_network agree_on_network(AllGather&& all_gather, int rank, const std::string& host_id,
                                               const std::vector<net_interface>& interfaces,
                                               const interface_filter& filter) {
-  const std::string who = "rank " + std::to_string(rank);
+  const std::string who = rank_text(rank);
   // 1. Interfaces and the ranked candidates.
   const auto lists = all_gather(host_id + "\n" + encode_interfaces(interfaces));
   agreed_network out;
@@ -129,7 +130,7 @@ template <class AllGather>
     out.host_of_rank.push_back(host);
     if (!leader.emplace(host, static_cast<int>(r)).second) continue;
     hosts.push_back({host, decode_interfaces(newline == std::string::npos ? "" : text.substr(newline + 1),
-                                             "rank " + std::to_string(r))});
+                                             rank_text(r))});
   }
   std::vector<network_choice> candidates;
   try {

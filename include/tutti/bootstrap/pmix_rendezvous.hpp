@@ -31,6 +31,7 @@
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/log.hpp"
+#include "tutti/core/message.hpp"
 
 namespace tutti::bootstrap {
 
@@ -43,7 +44,7 @@ inline constexpr const char* secret_key = "tutti.rdv.key";   //!< the generated 
 //! `make_key` makes rank 0's key when the user set none (job_store.hpp passes fresh_job_key).
 template <class MakeKey>
 [[nodiscard]] std::shared_ptr<tcp_store> store_through_pmix(const rank_info& info, MakeKey make_key) {
-  const std::string who = "rank " + std::to_string(info.rank) + " (launched by " + info.launcher + ")";
+  const std::string who = rank_text(info.rank) + " (launched by " + info.launcher + ")";
   const deadline until = deadline::after(config::timeout());
   pmix_session session(who);
   const int world = session.job_size();

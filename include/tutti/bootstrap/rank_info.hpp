@@ -8,6 +8,7 @@
 #include "tutti/bootstrap/node.hpp"
 #include "tutti/core/config.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 
 namespace tutti {
 
@@ -23,7 +24,7 @@ struct rank_info {
   //! Throws invalid_argument when the description is inconsistent.
   void validate() const {
     auto bad = [&](const std::string& what) {
-      throw invalid_argument("rank " + std::to_string(rank) + ": invalid rank description: " + what);
+      throw invalid_argument(on_rank(rank) + "invalid rank description: " + what);
     };
     if (world_size < 1) bad("world_size=" + std::to_string(world_size) + " must be at least 1");
     if (rank < 0 || rank >= world_size)

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include <tutti/core/message.hpp>
 #include <tutti/core/tensor_view.hpp>
 #include <tutti/testing/pattern.hpp>
 #include <tutti/testing/suite_sizes.hpp>
@@ -88,7 +89,7 @@ class failure_log {
   ~failure_log() { ::munmap(s_, sizeof(shared)); }
 
   void record(int rank, const std::string& what) {
-    const std::string line = "rank " + std::to_string(rank) + ": " + what + "\n";
+    const std::string line = on_rank(rank) + what + "\n";
     while (s_->lock.test_and_set(std::memory_order_acquire)) {
     }
     if (s_->count++ < 8) {

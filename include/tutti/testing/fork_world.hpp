@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <tutti/communicator.hpp>
+#include <tutti/core/message.hpp>
 #include <tutti/transport/shm.hpp>
 
 #include <tutti/testing/node_layout.hpp>
@@ -88,7 +89,7 @@ inline void throw_if_any_failed(const std::vector<fork_result>& results, const s
   std::string failures;
   for (std::size_t r = 0; r < results.size(); ++r)
     if (results[r].exit_code != 0)
-      failures += "rank " + std::to_string(r) + " exited " + std::to_string(results[r].exit_code) + ": " + results[r].error + "\n";
+      failures += rank_text(r) + " exited " + std::to_string(results[r].exit_code) + ": " + results[r].error + "\n";
   if (!failures.empty())
     throw error(world_name + " of " + std::to_string(results.size()) + " ranks failed:\n" + failures);
 }

@@ -13,6 +13,7 @@
 
 #include "tutti/bootstrap/store_calls.hpp"
 #include "tutti/core/deadline.hpp"
+#include "tutti/core/message.hpp"
 
 namespace tutti::transport {
 
@@ -36,7 +37,7 @@ inline constexpr std::chrono::milliseconds failure_store_wait{1000};
     const auto space = record.find(' ');
     const int first = std::stoi(record.substr(0, space));
     if (first == peer) return {peer, what};
-    return {first, "rank " + std::to_string(first) + " was lost first (" + record.substr(space + 1) +
+    return {first, rank_text(first) + " was lost first (" + record.substr(space + 1) +
                        "); here that showed as: " + what};
   } catch (const std::exception&) {
     store_failed = true;
@@ -44,7 +45,7 @@ inline constexpr std::chrono::milliseconds failure_store_wait{1000};
     if (server < 0 || server == self || server == peer) return {peer, what};
     // The loss could not be recorded because the store's own process is gone: that rank died,
     // and the neighbour this rank saw vanish was most likely only aborting because of it.
-    return {server, "rank " + std::to_string(server) + ", whose process serves the job's store, is lost: the store did not answer within " +
+    return {server, rank_text(server) + ", whose process serves the job's store, is lost: the store did not answer within " +
                         std::to_string(failure_store_wait.count()) + " ms; here that showed as: " + what};
   }
 }

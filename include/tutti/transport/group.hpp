@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
 
@@ -37,7 +38,7 @@ class group {
     for (std::size_t i = 0; i < members_.size(); ++i)
       if (members_[i] == parent.rank()) rank_ = static_cast<int>(i);
     if (rank_ < 0)
-      throw invalid_argument("rank " + std::to_string(parent.rank()) + ": transport::group does not contain this rank");
+      throw invalid_argument(on_rank(parent.rank()) + "transport::group does not contain this rank");
   }
 
   [[nodiscard]] int rank() const noexcept { return rank_; }
@@ -80,14 +81,14 @@ class group {
     // A parent that names job ranks in its text (transport::shm under node_aware: name_ranks)
     // needs only the number translated; another one's text keeps its local numbers, marked so.
     if constexpr (requires(Parent& t, std::vector<int> names) { t.name_ranks(names); }) throw peer_lost(job_rank, e.what());
-    throw peer_lost(job_rank, "rank " + std::to_string(job_ranks_[static_cast<std::size_t>(parent_->rank())]) +
+    throw peer_lost(job_rank, rank_text(job_ranks_[static_cast<std::size_t>(parent_->rank())]) +
                                   ": rank " + std::to_string(job_rank) + " on this node is lost; the node transport, "
                                   "which numbers this node's ranks by local index, said: " + e.what());
   }
 
   int map(int peer) const {
     if (peer < 0 || peer >= world_size())
-      throw invalid_argument("rank " + std::to_string(parent_->rank()) + ": transport::group peer " + std::to_string(peer) +
+      throw invalid_argument(on_rank(parent_->rank()) + "transport::group peer " + std::to_string(peer) +
                              " outside [0, " + std::to_string(world_size()) + ")");
     return members_[static_cast<std::size_t>(peer)];
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 
 namespace tutti::transport {
 
@@ -34,7 +35,7 @@ class op_pool {
   //! A free record, or a transport_error naming the rank and the transport when all are in use.
   [[nodiscard]] Op* acquire(int rank, const char* transport) {
     if (free_.empty())
-      throw transport_error("rank " + std::to_string(rank) + ": transport::" + transport + " has " +
+      throw transport_error(on_rank(rank) + "transport::" + transport + " has " +
                             std::to_string(capacity) + " requests outstanding; wait on some first");
     Op* op = free_.back();
     free_.pop_back();
@@ -60,7 +61,7 @@ class op_pool {
 //! The check every transport makes before posting: `peer` must be a rank of the job.
 inline void check_peer(int rank, const char* transport, bool is_send, int peer, int world_size) {
   if (peer < 0 || peer >= world_size)
-    throw invalid_argument("rank " + std::to_string(rank) + ": transport::" + transport + " " +
+    throw invalid_argument(on_rank(rank) + "transport::" + transport + " " +
                            (is_send ? "send to" : "recv from") + " peer " + std::to_string(peer) + " outside [0, " +
                            std::to_string(world_size) + ")");
 }

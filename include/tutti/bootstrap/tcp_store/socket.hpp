@@ -23,6 +23,7 @@
 
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 
 namespace tutti::bootstrap::tcp_net {
 
@@ -60,7 +61,7 @@ class unique_fd {
 }
 
 [[nodiscard]] inline std::string rank_prefix(int rank) {
-  return rank < 0 ? std::string() : "rank " + std::to_string(rank) + ": ";
+  return rank < 0 ? std::string() : on_rank(rank);
 }
 
 //! Milliseconds left before `until`, clamped to [0, cap] (poll takes an int).

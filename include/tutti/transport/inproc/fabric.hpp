@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tutti/core/message.hpp"
 #include "tutti/transport/detail/op_queue.hpp"
 #include "tutti/transport/detail/operation.hpp"
 
@@ -87,7 +88,7 @@ class fabric {
     if (send->bytes != recv->bytes) {
       const int sender = is_send ? self : op->peer;
       const int receiver = is_send ? op->peer : self;
-      const std::string why = "rank " + std::to_string(sender) + " sent " + std::to_string(send->bytes) +
+      const std::string why = rank_text(sender) + " sent " + std::to_string(send->bytes) +
                               " bytes (tag " + std::to_string(op->tag) + ") but rank " + std::to_string(receiver) +
                               " posted a receive of " + std::to_string(recv->bytes) + " bytes";
       send->failure = why;

@@ -149,7 +149,7 @@ class inproc {
 
   void finish(request& r, int status) {
     if (status == inproc_detail::op_done) return release(r);
-    const std::string what = "rank " + std::to_string(rank_) + ": " + r.op->failure;
+    const std::string what = on_rank(rank_) + r.op->failure;
     release(r);
     throw transport_error(what);
   }

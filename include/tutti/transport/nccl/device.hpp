@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/cuda/device.hpp"
 
 namespace tutti::transport::nccl_detail {
@@ -13,7 +14,7 @@ namespace tutti::transport::nccl_detail {
 //! the count (`devices`: tutti::cuda::device_count(), whose count is 0 with a reason when CUDA sees
 //! no device). Throws invalid_argument naming the rank when there is no such device.
 [[nodiscard]] inline int choose_device(int rank, int requested, int local_rank, const cuda::device_count_result& devices) {
-  const std::string where = "rank " + std::to_string(rank) + ": transport::nccl: ";
+  const std::string where = on_rank(rank) + "transport::nccl: ";
   if (devices.count <= 0) throw invalid_argument(where + "no CUDA device to run on: " + devices.reason);
   if (requested >= devices.count)
     throw invalid_argument(where + "TUTTI_NCCL_DEVICE=" + std::to_string(requested) + " but only " +

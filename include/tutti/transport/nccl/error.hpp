@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 
 namespace tutti::transport::nccl_detail {
 
@@ -38,7 +39,7 @@ enum class failure { none, in_progress, peer_lost, error };
 
 //! "rank 3: transport::nccl allreduce: ncclAllReduce: <why>".
 [[nodiscard]] inline std::string message(int rank, std::string_view what, std::string_view call, std::string_view why) {
-  std::string m = "rank " + std::to_string(rank) + ": transport::nccl ";
+  std::string m = on_rank(rank) + "transport::nccl ";
   m += what;
   m += ": ";
   m += function_name(call);

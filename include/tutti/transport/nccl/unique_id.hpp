@@ -12,6 +12,7 @@
 #include "tutti/bootstrap/concepts.hpp"
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/transport/nccl/error.hpp"
 
 namespace tutti::transport::nccl_detail {
@@ -31,11 +32,11 @@ template <class Store>
   try {
     bytes = store.get(key, until);
   } catch (const timeout& e) {
-    throw timeout("rank " + std::to_string(rank) + ": transport::nccl: rank 0 did not publish the ncclUniqueId (" +
+    throw timeout(on_rank(rank) + "transport::nccl: rank 0 did not publish the ncclUniqueId (" +
                   key + ") before the deadline (TUTTI_TIMEOUT; is it running, with the same key prefix?): " + e.what());
   }
   if (bytes.size() != sizeof id)
-    throw transport_error("rank " + std::to_string(rank) + ": transport::nccl: " + key + " holds " +
+    throw transport_error(on_rank(rank) + "transport::nccl: " + key + " holds " +
                           std::to_string(bytes.size()) + " bytes, not an ncclUniqueId (" + std::to_string(sizeof id) +
                           " bytes): another program uses this key?");
   std::memcpy(&id, bytes.data(), sizeof id);

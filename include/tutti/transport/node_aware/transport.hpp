@@ -55,7 +55,7 @@ class node_aware {
   //! map.members[my node] numbered by local index; `inter`: the job-wide transport.
   node_aware(node_map map, int rank, std::unique_ptr<Intra> intra, std::unique_ptr<Inter> inter)
       : map_(std::move(map)), rank_(rank), intra_(std::move(intra)), inter_(std::move(inter)) {
-    const std::string me = "rank " + std::to_string(rank) + ": transport::node_aware: ";
+    const std::string me = on_rank(rank) + "transport::node_aware: ";
     if (!intra_ || !inter_) throw invalid_argument(me + "null intra-node or network transport");
     if (rank < 0 || rank >= map_.world_size())
       throw invalid_argument(me + "rank outside the node map's " + std::to_string(map_.world_size()) + " ranks");
@@ -135,7 +135,7 @@ class node_aware {
  private:
   [[nodiscard]] bool near(int peer) const {
     if (peer < 0 || peer >= world_size())
-      throw invalid_argument("rank " + std::to_string(rank_) + ": transport::node_aware peer " + std::to_string(peer) +
+      throw invalid_argument(on_rank(rank_) + "transport::node_aware peer " + std::to_string(peer) +
                              " outside [0, " + std::to_string(world_size()) + ")");
     return map_.same_node(peer, rank_);
   }
@@ -154,7 +154,7 @@ class node_aware {
       const int lost = e.peer() >= 0 && e.peer() < static_cast<int>(node.size()) ? node[static_cast<std::size_t>(e.peer())]
                                                                                  : e.peer();
       if constexpr (names_job_ranks) throw peer_lost(lost, e.what());
-      throw peer_lost(lost, "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost) +
+      throw peer_lost(lost, on_rank(rank_) + rank_text(lost) +
                                 " on this node is lost; the node transport, which numbers this node's ranks by local "
                                 "index, said: " + e.what());
     }
