@@ -22,6 +22,7 @@
 #include "tutti/core/message.hpp"
 #include "tutti/core/tags.hpp"
 #include "tutti/fusion/settings.hpp"
+#include "tutti/fusion/timeline.hpp"
 #include "tutti/fusion/tuner.hpp"
 #include "tutti/transport/exchange.hpp"
 
