@@ -74,9 +74,9 @@ class engine {
     auto state = std::make_shared<completion>(name, std::move(cb));
     {
       std::lock_guard lock(mutex_);
-      if (dead_) std::rethrow_exception(prefixed(dead_, "rank " + std::to_string(rank_) + ": allreduce_async '" + name + "': "));
+      if (dead_) std::rethrow_exception(prefixed(dead_, on_rank(rank_) + "allreduce_async '" + name + "': "));
       if (!in_use_.insert(name).second)
-        throw invalid_argument("rank " + std::to_string(rank_) + ": allreduce_async '" + name +
+        throw invalid_argument(on_rank(rank_) + "allreduce_async '" + name +
                                "': a tensor of this name is already pending on this rank (wait on its handle first)");
       incoming_.push_back(std::make_shared<entry>(entry{std::move(name), in, out, {in.type, o, in.count},
                                                         clock::now(), state}));
@@ -132,7 +132,7 @@ class engine {
       failure = std::current_exception();
       port_.engine_failed(e.what());
     } catch (const std::exception& e) {
-      failure = std::make_exception_ptr(transport_error("rank " + std::to_string(rank_) + ": fusion engine: " + e.what()));
+      failure = std::make_exception_ptr(transport_error(on_rank(rank_, "fusion engine") + e.what()));
       port_.engine_failed(e.what());
     }
     // Nothing more will run: fail whatever is still waiting, so no handle is left hanging.
@@ -141,7 +141,7 @@ class engine {
       std::lock_guard lock(mutex_);
       stopped_ = true;
       if (failure) dead_ = failure;
-      else dead_ = std::make_exception_ptr(error("rank " + std::to_string(rank_) + ": the fusion engine has stopped" +
+      else dead_ = std::make_exception_ptr(error(on_rank(rank_) + "the fusion engine has stopped" +
                                                  (stop_reason_.empty() ? std::string() : ": " + stop_reason_)));
       for (auto& e : incoming_) left.push_back(e);
       incoming_.clear();
@@ -172,8 +172,7 @@ class engine {
       report mine = take_report();
       response answer = negotiate(mine);
       if (answer.lost >= 0)
-        throw peer_lost(answer.lost, "rank " + std::to_string(rank_) + ": fusion engine: rank " +
-                                         std::to_string(answer.lost) + " was lost (rank 0, the coordinator, saw it go)");
+        throw peer_lost(answer.lost, on_rank(rank_, "fusion engine") + rank_text(answer.lost) + " was lost (rank 0, the coordinator, saw it go)");
       const auto negotiated = clock::now();
       rounds_.fetch_add(1);
       std::size_t bytes = 0, tensors = 0;
@@ -237,7 +236,7 @@ class engine {
     auto answer = coordinator_->decide(all, cache_, params_, clock::now(), timeline_ ? &arrivals : nullptr);
     if (timeline_)
       for (const auto& a : arrivals)
-        timeline_->instant(a.name, "rank " + std::to_string(a.rank) + " ready", a.at);
+        timeline_->instant(a.name, rank_text(a.rank) + " ready", a.at);
     return answer;
   }
 
@@ -254,7 +253,7 @@ class engine {
       if (it == pending_.end()) continue;  // a rank that never enqueued it has nothing to fail
       auto e = std::move(it->second);
       pending_.erase(it);
-      const std::string text = "rank " + std::to_string(rank_) + ": allreduce_async '" + f.name + "': " + f.message;
+      const std::string text = on_rank(rank_) + "allreduce_async '" + f.name + "': " + f.message;
       std::exception_ptr ex;
       if (f.kind == failure_kind::mismatch) ex = std::make_exception_ptr(mismatch(text));
       else if (f.kind == failure_kind::stalled) ex = std::make_exception_ptr(timeout(text));
@@ -305,7 +304,7 @@ class engine {
       turn_.notify_all();
       // The caller runs its collective now; the transport is its until leave_blocking().
       turn_.wait(lock, [&] { return blocking_done_ >= blocking_granted_ || blocking_abandoned_; });
-      if (blocking_abandoned_) throw timeout("rank " + std::to_string(rank_) + ": fusion engine: a blocking collective gave up waiting for its turn");
+      if (blocking_abandoned_) throw timeout(on_rank(rank_, "fusion engine") + "a blocking collective gave up waiting for its turn");
     }
   }
 
