@@ -25,8 +25,9 @@ namespace tutti {
 template <unsigned N>
 struct listed_algorithm {};
 
-//! Slots a refusal scans: a listing line must come before this many uses of __COUNTER__ in its
-//! translation unit (headers do: they are included first).
+//! Slots a refusal scans: a listing line after this many uses of __COUNTER__ in its translation
+//! unit is left out of the lists (headers are included first, so theirs never are); never an error,
+//! since the list only decorates a refusal.
 inline constexpr unsigned listed_algorithm_slots = 1024;
 
 //! Where user algorithms go in a list: after tutti's own, in the order they were included.
@@ -48,15 +49,12 @@ struct any_algorithm {
 
 }  // namespace tutti
 
-#define TUTTI_DETAIL_LIST_ALGORITHM(slot, at, shown, ...)                                                \
-  static_assert((slot) < ::tutti::listed_algorithm_slots,                                                 \
-                "TUTTI_LIST_ALGORITHM: list the algorithm in a header included before the rest of the "   \
-                "translation unit (__COUNTER__ has passed tutti::listed_algorithm_slots)");               \
-  template <>                                                                                             \
-  struct tutti::listed_algorithm<(slot)> {                                                                \
-    using type = __VA_ARGS__;                                                                             \
-    static constexpr int position = (at);                                                                 \
-    static constexpr std::string_view shown_as = (shown);                                                 \
+#define TUTTI_DETAIL_LIST_ALGORITHM(slot, at, shown, ...) \
+  template <>                                             \
+  struct tutti::listed_algorithm<(slot)> {                \
+    using type = __VA_ARGS__;                             \
+    static constexpr int position = (at);                 \
+    static constexpr std::string_view shown_as = (shown); \
   }
 
 //! Lists `...` (a type, commas allowed) under its `name`, after tutti's own algorithms.
