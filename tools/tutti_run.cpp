@@ -6,7 +6,8 @@
 //! One process, one poll() loop, no threads. Signals reach the loop through a self-pipe; children
 //! are reaped with waitpid(WNOHANG) on every turn. Each rank leads its own process group, so a stop
 //! signal also reaches what the rank started (a shell's children, data-loader workers).
-//! Linux only (prctl, pipe2, execvpe); libc and libstdc++ only.
+//! Linux only (prctl, pipe2, execvpe); libc and libstdc++ only, plus tutti's job-naming rule
+//! (bootstrap/job_name.hpp, itself standard-library only), so launcher and ranks agree on it.
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -34,6 +35,8 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "tutti/bootstrap/job_name.hpp"
 
 extern char** environ;
 
@@ -81,7 +84,6 @@ constexpr std::string_view help_text =
     "rank failed; 2 on bad usage.\n";
 
 constexpr int max_ranks = 65536;
-constexpr std::size_t max_job_id = 64;
 constexpr double max_grace = 24 * 3600;
 constexpr std::size_t read_chunk = 64 * 1024;
 constexpr std::size_t max_partial_line = 64 * 1024;  //!< a longer line is written in pieces
@@ -159,14 +161,6 @@ struct options {
   bool prefix = true;
   char** command = nullptr;  //!< prog and its arguments, null-terminated (a tail of argv)
 };
-
-bool valid_job_id(std::string_view id) {
-  if (id.empty() || id.size() > max_job_id) return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-';
-  });
-}
 
 //! "j" + the launcher's pid + 64 random bits, in fixed-width hex: unique between concurrent
 //! launches (distinct pids) and, thanks to the random part, across pid namespaces and reboots.
@@ -279,9 +273,8 @@ options parse_command_line(int argc, char** argv) {
                     std::string(value) + "'");
       opt.ranks_per_node = k;
     } else if (name == "--job-id") {
-      if (!valid_job_id(value))
-        usage_error("--job-id takes 1 to " + std::to_string(max_job_id) +
-                    " characters of [A-Za-z0-9_-], got '" + std::string(value) + "'");
+      if (!tutti::job_name::valid(value))
+        usage_error(std::string("--job-id takes ") + tutti::job_name::rule + ", got '" + std::string(value) + "'");
       opt.job_id = value;
       opt.job_id_given = true;
     } else {  // --grace, --linger
@@ -341,7 +334,7 @@ void install_signal_handlers() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// /dev/shm: tutti's shm transport names its segments "/tutti-<job id>.<anything>" ("." never occurs in a job id).
+// /dev/shm: tutti's shm transport names its segments "/tutti-<job id>.<rank>" (job_name.hpp).
 
 std::size_t remove_job_segments(const std::string& job_id) {
   const int dir_fd = ::open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -352,7 +345,7 @@ std::size_t remove_job_segments(const std::string& job_id) {
     return 0;
   }
   // "." cannot occur in a job id, so job "a" never matches the segments of job "a-b".
-  const std::string prefix = "tutti-" + job_id + ".";
+  const std::string prefix = tutti::job_name::segment_prefix(job_id);
   std::vector<std::string> names;
   while (const dirent* entry = ::readdir(dir))
     if (std::string_view(entry->d_name).starts_with(prefix)) names.emplace_back(entry->d_name);

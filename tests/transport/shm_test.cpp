@@ -163,6 +163,23 @@ TEST_CASE("shm: two jobs on one host do not see each other's segments") {
     }
 }
 
+TEST_CASE("shm: a job id outside the naming rule (bootstrap/job_name.hpp) is refused; a suffixed one is taken") {
+  tutti::rank_info info;
+  info.job_id = "a.b";  // '.' ends the job part of a segment name
+  try {
+    shm t(info);
+    FAIL("job id 'a.b' was accepted");
+  } catch (const tutti::invalid_argument& e) {
+    CHECK(contains(e.what(), "rank 0: job id 'a.b' may only hold letters, digits, '-' and '_'"));
+  }
+  info.job_id.clear();
+  CHECK_THROWS_AS(shm{info}, tutti::invalid_argument);
+  // Longer than a launcher's 64 characters, as multi_node's per-node jobs are: still a segment name.
+  info.job_id = unique_job_id("shmlong") + "-" + std::string(80, 'x');
+  shm t(info);
+  CHECK(t.world_size() == 1);
+}
+
 TEST_CASE("shm: a job id already in use is refused with a clear error, not joined") {
   const std::string job = unique_job_id("shmdup");
   // Rank 0 of a 2-rank job waits for a rank 1 that never comes, holding its segment name.

@@ -2,9 +2,9 @@
 #pragma once
 #include <unistd.h>
 
-#include <cctype>
 #include <string>
 
+#include "tutti/bootstrap/job_name.hpp"
 #include "tutti/bootstrap/node.hpp"
 #include "tutti/core/config.hpp"
 #include "tutti/core/error.hpp"
@@ -67,20 +67,20 @@ inline bool launcher_present(const launcher_vars& l) {
 
 }  // namespace detail
 
-//! The id that names this job's shared resources: TUTTI_JOB_ID (set by tutti-run), else the
-//! launcher's own job id (Open MPI, PMIx, Slurm job and step, torchrun), else the parent process
-//! id — ranks started together by one local launcher share their parent. Only [A-Za-z0-9_-] kept.
+//! The id that names this job's shared resources (the rule: job_name.hpp): TUTTI_JOB_ID (set by
+//! tutti-run, or by the user), else the launcher's own job id (Open MPI, PMIx, Slurm job and step,
+//! torchrun), else the parent process id — ranks started together by one local launcher share their
+//! parent. A launcher's id is made into a job id (job_name::from_launcher); a TUTTI_JOB_ID that
+//! breaks the rule is the user's to fix, so it is refused (invalid_argument naming it and the rule).
 [[nodiscard]] inline std::string job_id_from_env() {
+  if (auto tutti_id = config::raw("TUTTI_JOB_ID")) return job_name::checked(*tutti_id, "TUTTI_JOB_ID");
   std::string id;
-  if (auto tutti_id = config::raw("TUTTI_JOB_ID")) id = *tutti_id;
-  else if (auto ompi = config::raw("OMPI_MCA_ess_base_jobid")) id = "ompi-" + *ompi;
+  if (auto ompi = config::raw("OMPI_MCA_ess_base_jobid")) id = "ompi-" + *ompi;
   else if (auto pmix = config::raw("PMIX_NAMESPACE")) id = "pmix-" + *pmix;
   else if (auto slurm = config::raw("SLURM_JOB_ID")) id = "slurm-" + *slurm + "-" + config::raw("SLURM_STEP_ID").value_or("0");
   else if (auto torch = config::raw("TORCHELASTIC_RUN_ID")) id = "torch-" + *torch;
   else id = "ppid-" + std::to_string(static_cast<long>(::getppid()));
-  for (char& c : id)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) c = '_';
-  return id;
+  return job_name::from_launcher(id);
 }
 
 //! Reads the rank description from the launcher's environment: tutti-run (TUTTI_*), torchrun

@@ -5,9 +5,9 @@
 //! an ordinary client connection, so every rank runs the same client code. Clients connect with
 //! capped exponential back-off and jitter until the deadline (the server may start after them).
 //!
-//! Wire format (frame.hpp, messages.hpp): frames of a 12-byte header ("tts", version 1, type, three
-//! zero bytes, u32 big-endian payload length) and a payload bounded by max_frame_bytes (64 bytes
-//! before authentication). One request at a time per connection: set, get, wait, check, add,
+//! Wire format (frame.hpp, messages.hpp; written and read with core/wire.hpp): frames of a 12-byte
+//! header ("tts", version 1, type, three zero bytes, u32 big-endian payload length) and a payload
+//! bounded by max_frame_bytes (64 bytes before authentication), every integer big-endian. One request at a time per connection: set, get, wait, check, add,
 //! close. get and wait are parked on the server until their keys exist or their deadline passes;
 //! the client sends its remaining time, not a clock reading. barrier is add + wait, built here.
 //!

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +39,7 @@
 #include <vector>
 
 #include "tutti/core/error.hpp"
+#include "tutti/core/wire.hpp"
 
 namespace tutti::trainer {
 
@@ -78,17 +80,9 @@ class sha256 {
   std::unique_ptr<EVP_MD_CTX, free_ctx> ctx_;
 };
 
-template <class UInt>
-void put_le(std::vector<std::byte>& out, UInt v) {
-  for (std::size_t i = 0; i < sizeof(UInt); ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
-}
-
-template <class UInt>
-[[nodiscard]] UInt get_le(const std::byte* p) {
-  UInt v = 0;
-  for (std::size_t i = 0; i < sizeof(UInt); ++i) v |= static_cast<UInt>(std::to_integer<unsigned>(p[i])) << (8 * i);
-  return v;
-}
+//! The file's integers are little-endian (core/wire.hpp writes and reads them).
+using header_writer = wire::writer<std::endian::little>;
+using header_reader = wire::reader<std::endian::little>;
 
 //! Writes everything it is given to a file descriptor and into the digest; a few large writes
 //! rather than one per field, and no copy of a large section.
@@ -212,19 +206,14 @@ class checkpoint_writer {
     if (tmp.fd_ < 0) throw error(what + ": cannot create " + tmp.path_ + ": " + detail::errno_text(errno));
 
     detail::checkpoint_sink sink(tmp.fd_, what + ": " + tmp.path_);
-    std::vector<std::byte> header;
-    header.insert(header.end(), reinterpret_cast<const std::byte*>(detail::checkpoint_magic.data()),
-                  reinterpret_cast<const std::byte*>(detail::checkpoint_magic.data() + detail::checkpoint_magic.size()));
-    detail::put_le<std::uint32_t>(header, detail::checkpoint_format_version);
-    detail::put_le<std::uint32_t>(header, static_cast<std::uint32_t>(sections_.size()));
-    sink.put(header);
+    detail::header_writer header;
+    header.raw(detail::checkpoint_magic).put(detail::checkpoint_format_version);
+    header.put(static_cast<std::uint32_t>(sections_.size()));
+    sink.put(header.view());
     for (const auto& [name, bytes] : sections_) {
       header.clear();
-      detail::put_le<std::uint32_t>(header, static_cast<std::uint32_t>(name.size()));
-      header.insert(header.end(), reinterpret_cast<const std::byte*>(name.data()),
-                    reinterpret_cast<const std::byte*>(name.data() + name.size()));
-      detail::put_le<std::uint64_t>(header, bytes.size());
-      sink.put(header);
+      header.prefixed(name).put(static_cast<std::uint64_t>(bytes.size()));
+      sink.put(header.view());
       sink.put(bytes);
     }
     sink.finish();
@@ -316,48 +305,39 @@ class checkpoint_reader {
     throw invalid_argument("checkpoint " + path_.string() + ": " + why);
   }
 
-  //! Structure first (so a short file says where it ends), then the digest over all of it.
+  //! Structure first (so a short file says where it ends), then the digest over all of it. The
+  //! wire reader bounds every read; its refusals are worded here as the documented sentences.
   void parse() {
     const std::size_t size = bytes_.size();
-    std::size_t at = 0;
-    // Takes the next `n` bytes of the field `what`, or says how far into it the file ends.
-    auto take = [&](std::size_t n, const std::string& what) {
-      if (size - at < n) {
-        if (size == 0) refuse("truncated (empty file)");
-        refuse("truncated (ends at byte " + std::to_string(size - at) + " of " + what + ")");
-      }
-      const std::byte* p = bytes_.data() + at;
-      at += n;
-      return p;
-    };
-
     const auto& magic = detail::checkpoint_magic;
-    const std::size_t magic_seen = std::min(size, magic.size());
-    if (std::memcmp(bytes_.data(), magic.data(), magic_seen) != 0) refuse("not a tutti checkpoint");
-    take(magic.size(), "the 8-byte magic");
-    const auto version = detail::get_le<std::uint32_t>(take(4, "the format version"));
-    if (version != detail::checkpoint_format_version)
-      refuse("format version " + std::to_string(version) + ", this build reads " +
-             std::to_string(detail::checkpoint_format_version));
-    const auto count = detail::get_le<std::uint32_t>(take(4, "the section count"));
+    if (size > 0 && std::memcmp(bytes_.data(), magic.data(), std::min(size, magic.size())) != 0)
+      refuse("not a tutti checkpoint");
 
+    detail::header_reader in(bytes_, "checkpoint");
     std::vector<std::pair<std::string, std::span<const std::byte>>> found;
-    for (std::uint32_t i = 0; i < count; ++i) {
-      const auto name_length = detail::get_le<std::uint32_t>(take(4, "a section's name length"));
-      const auto* name = reinterpret_cast<const char*>(
-          take(name_length, "a section name announcing " + std::to_string(name_length) + " bytes"));
-      const auto length = detail::get_le<std::uint64_t>(take(8, "a section's byte length"));
-      if (length > size - at)  // before converting: a corrupt length may not fit a size_t
-        refuse("truncated (ends at byte " + std::to_string(size - at) + " of a section announcing " +
-               std::to_string(length) + ")");
-      const std::byte* data = take(static_cast<std::size_t>(length), "");
-      found.emplace_back(std::string(name, name_length), std::span<const std::byte>(data, static_cast<std::size_t>(length)));
+    std::size_t body = 0;
+    try {
+      (void)in.bytes(magic.size(), "the 8-byte magic");
+      const auto version = in.get<std::uint32_t>("the format version");
+      if (version != detail::checkpoint_format_version)
+        refuse("format version " + std::to_string(version) + ", this build reads " +
+               std::to_string(detail::checkpoint_format_version));
+      const auto count = in.get<std::uint32_t>("the section count");
+      for (std::uint32_t i = 0; i < count; ++i) {
+        const auto name_length = in.get<std::uint32_t>("a section's name length");
+        const auto name = in.bytes(name_length, "a section name announcing " + std::to_string(name_length) + " bytes");
+        const auto length = in.get<std::uint64_t>("a section's byte length");
+        const auto data = in.bytes(length, "a section announcing " + std::to_string(length));
+        found.emplace_back(std::string(reinterpret_cast<const char*>(name.data()), name.size()), data);
+      }
+      body = in.offset();
+      (void)in.bytes(detail::checkpoint_digest_bytes, "the 32-byte checksum");
+    } catch (const wire::malformed& e) {  // every read above is a fixed size or a length: only short_input
+      if (size == 0) refuse("truncated (empty file)");
+      refuse("truncated (ends at byte " + std::to_string(e.left()) + " of " + e.field() + ")");
     }
-
-    const std::size_t body = at;
-    take(detail::checkpoint_digest_bytes, "the 32-byte checksum");
-    if (at != size)
-      refuse(std::to_string(size - at) + " byte(s) after the checksum, where the file should end (corrupt)");
+    if (!in.at_end())
+      refuse(std::to_string(in.left()) + " byte(s) after the checksum, where the file should end (corrupt)");
     detail::sha256 digest;
     digest.update(std::span<const std::byte>(bytes_.data(), body));
     const auto expected = digest.finish();

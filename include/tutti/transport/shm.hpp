@@ -2,6 +2,7 @@
 #pragma once
 #include "tutti/transport/shm/allocator.hpp"
 #include "tutti/transport/shm/layout.hpp"
+#include "tutti/transport/shm/options.hpp"
 #include "tutti/transport/shm/pool.hpp"
 #include "tutti/transport/shm/registered_buffer.hpp"
 #include "tutti/transport/shm/segment.hpp"

@@ -1,20 +1,28 @@
 //! @file frame.hpp  tcp_store's frames: a fixed 12-byte header and a bounded payload; the parser is a pure function.
 //!
 //! Header: "tts" (3 bytes) | version 1 (1) | type (1) | three zero bytes (reserved) | payload length
-//! (u32, big-endian). All integers on the wire are big-endian. parse_frame() looks only at the
-//! bytes it is given and never allocates, so it can be fuzzed (tests/fuzz/store_frame_fuzz.cpp) and
-//! a peer can never make the server read or keep more than the limit it passes.
+//! (u32, big-endian). All integers on the wire are big-endian (written and read by core/wire.hpp;
+//! tests/bootstrap/tcp_store_test.cpp pins the bytes). parse_frame() looks only at the bytes it is
+//! given and never allocates, so it can be fuzzed (tests/fuzz/store_frame_fuzz.cpp) and a peer can
+//! never make the server read or keep more than the limit it passes.
 #pragma once
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tutti/core/error.hpp"
+#include "tutti/core/wire.hpp"
+
 namespace tutti::bootstrap::tcp_wire {
+
+//! The store's byte order: big-endian ("network order"), as version 1 of the protocol has it.
+inline constexpr std::endian byte_order = std::endian::big;
 
 inline constexpr std::array<unsigned char, 3> magic = {'t', 't', 's'};
 inline constexpr unsigned char version = 1;
@@ -104,8 +112,7 @@ struct parse_result {
       return r;
     }
   if (in.size() < header_bytes) return r;  // need_more
-  const std::size_t length = (std::size_t{in[8]} << 24) | (std::size_t{in[9]} << 16) |
-                             (std::size_t{in[10]} << 8) | std::size_t{in[11]};
+  const std::size_t length = wire::load<byte_order, std::uint32_t>(in.data() + 8);
   if (length > max_payload) {
     r.what = parse_result::status::malformed;
     r.reason = "frame larger than the limit";
@@ -120,103 +127,51 @@ struct parse_result {
   return r;
 }
 
-//! Builds one frame: header first, fields appended, length patched by finish().
+//! Builds one frame: header first, fields appended (wire::writer, big-endian), length patched by finish().
 class frame_builder {
  public:
-  explicit frame_builder(frame_type type) {
-    bytes_.reserve(64);
-    bytes_.insert(bytes_.end(), magic.begin(), magic.end());
-    bytes_.push_back(version);
-    bytes_.push_back(static_cast<unsigned char>(type));
-    bytes_.insert(bytes_.end(), 7, 0);  // reserved + length
+  explicit frame_builder(frame_type type) : w_(64) {
+    w_.raw(std::span<const unsigned char>(magic)).put(version).put(static_cast<std::uint8_t>(type));
+    w_.put(std::uint8_t{0}).put(std::uint8_t{0}).put(std::uint8_t{0}).put(std::uint32_t{0});  // reserved, length
   }
   frame_builder& u8(std::uint8_t v) {
-    bytes_.push_back(v);
+    w_.put(v);
     return *this;
   }
   frame_builder& u32(std::uint32_t v) {
-    for (int s = 24; s >= 0; s -= 8) bytes_.push_back(static_cast<unsigned char>(v >> s));
+    w_.put(v);
     return *this;
   }
   frame_builder& u64(std::uint64_t v) {
-    for (int s = 56; s >= 0; s -= 8) bytes_.push_back(static_cast<unsigned char>(v >> s));
+    w_.put(v);
     return *this;
   }
   //! u32 length, then the bytes.
   frame_builder& field(std::span<const unsigned char> b) {
-    u32(static_cast<std::uint32_t>(b.size()));
-    return raw(b);
+    w_.prefixed(b);
+    return *this;
   }
   frame_builder& field(std::string_view s) {
-    return field(std::span<const unsigned char>(reinterpret_cast<const unsigned char*>(s.data()), s.size()));
+    w_.prefixed(s);
+    return *this;
   }
   frame_builder& raw(std::span<const unsigned char> b) {
-    bytes_.insert(bytes_.end(), b.begin(), b.end());
+    w_.raw(b);
     return *this;
   }
   [[nodiscard]] std::vector<unsigned char> finish() && {
-    const auto length = static_cast<std::uint32_t>(bytes_.size() - header_bytes);
-    for (int i = 0; i < 4; ++i) bytes_[8 + static_cast<std::size_t>(i)] = static_cast<unsigned char>(length >> (24 - 8 * i));
-    return std::move(bytes_);
+    const std::size_t length = w_.size() - header_bytes;
+    if (length > std::numeric_limits<std::uint32_t>::max())
+      throw invalid_argument("tcp_store: a frame of " + std::to_string(length) + " bytes does not fit its u32 length");
+    w_.patch(8, static_cast<std::uint32_t>(length));
+    return std::move(w_).take();
   }
 
  private:
-  std::vector<unsigned char> bytes_;
+  wire::writer<byte_order, unsigned char> w_;
 };
 
-//! Reads fields from a payload; every read is bounds-checked and a failed one poisons the reader.
-class payload_reader {
- public:
-  explicit payload_reader(std::span<const unsigned char> p) noexcept : p_(p) {}
-  [[nodiscard]] bool ok() const noexcept { return ok_; }
-  [[nodiscard]] bool at_end() const noexcept { return ok_ && pos_ == p_.size(); }
-  [[nodiscard]] std::size_t left() const noexcept { return ok_ ? p_.size() - pos_ : 0; }
-
-  std::uint8_t u8() noexcept { return static_cast<std::uint8_t>(take_int(1)); }
-  std::uint32_t u32() noexcept { return static_cast<std::uint32_t>(take_int(4)); }
-  std::uint64_t u64() noexcept { return take_int(8); }
-  //! A u32-length-prefixed field of at most `limit` bytes.
-  std::span<const unsigned char> field(std::size_t limit) noexcept {
-    const std::size_t n = u32();
-    if (!ok_ || n > limit || n > p_.size() - pos_) {
-      ok_ = false;
-      return {};
-    }
-    auto out = p_.subspan(pos_, n);
-    pos_ += n;
-    return out;
-  }
-  std::span<const unsigned char> rest() noexcept {
-    if (!ok_) return {};
-    auto out = p_.subspan(pos_);
-    pos_ = p_.size();
-    return out;
-  }
-  std::span<const unsigned char> exactly(std::size_t n) noexcept {
-    if (!ok_ || n > p_.size() - pos_) {
-      ok_ = false;
-      return {};
-    }
-    auto out = p_.subspan(pos_, n);
-    pos_ += n;
-    return out;
-  }
-
- private:
-  std::uint64_t take_int(std::size_t n) noexcept {
-    if (!ok_ || n > p_.size() - pos_) {
-      ok_ = false;
-      return 0;
-    }
-    std::uint64_t v = 0;
-    for (std::size_t i = 0; i < n; ++i) v = (v << 8) | p_[pos_ + i];
-    pos_ += n;
-    return v;
-  }
-
-  std::span<const unsigned char> p_;
-  std::size_t pos_ = 0;
-  bool ok_ = true;
-};
+//! Reads a payload's fields (big-endian); every read is bounds-checked and throws wire::malformed.
+using payload_reader = wire::reader<byte_order, unsigned char>;
 
 }  // namespace tutti::bootstrap::tcp_wire

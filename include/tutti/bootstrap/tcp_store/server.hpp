@@ -7,7 +7,11 @@
 //! a stalled handshake, a second request while one is parked) closes that connection alone, with a
 //! warning naming the peer; everyone else keeps being served. A client refused for a wrong job key
 //! is the exception that reaches the others: it is a rank that cannot join, so every wait parked
-//! then or later is answered at once with an error saying so (refuse_waits).
+//! then or later is answered at once with an error saying so (store_service::refuse).
+//!
+//! This file is the serving: the thread, the poll loop, accepting, reading and sending frames, the
+//! handshake, closing. What it serves lives apart: connection.hpp (what is kept per client),
+//! service.hpp (answering requests, parked waits, refusals), key_value.hpp (the keys and values).
 #pragma once
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -15,22 +19,21 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "tutti/bootstrap/job_key.hpp"
 #include "tutti/bootstrap/tcp_store/auth.hpp"
+#include "tutti/bootstrap/tcp_store/connection.hpp"
 #include "tutti/bootstrap/tcp_store/messages.hpp"
+#include "tutti/bootstrap/tcp_store/service.hpp"
 #include "tutti/bootstrap/tcp_store/socket.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/log.hpp"
@@ -47,7 +50,7 @@ struct server_options {
 };
 
 class store_server {
-  using clock = std::chrono::steady_clock;
+  using clock = server_clock;
 
  public:
   //! Binds and listens before returning (so port() is known and clients may connect), then serves
@@ -58,7 +61,7 @@ class store_server {
     listen_ = tcp_net::listen_on(opt_.bind_address, opt_.port, opt_.rank);
     const auto ss = tcp_net::local_address(listen_.get());
     port_ = tcp_net::port_of(ss);
-    loopback_ = loopback_for(listen_.get(), ss);
+    loopback_ = tcp_net::loopback_host(listen_.get(), ss);
     wake_ = tcp_net::unique_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!wake_) throw transport_error(tcp_net::rank_prefix(opt_.rank) + "tcp_store: eventfd: " + tcp_net::errno_text(errno));
     thread_ = std::thread([this] { run(); });
@@ -99,40 +102,6 @@ class store_server {
   }
 
  private:
-  struct parked {
-    tcp_wire::frame_type type{};
-    std::vector<std::string> keys;
-    clock::time_point until;
-  };
-  struct connection {
-    tcp_net::unique_fd fd;
-    std::string peer;  //!< "address:port", for logs
-    bool authenticated = false;
-    bool dead = false;
-    tcp_wire::nonce server_nonce{};
-    clock::time_point handshake_until;
-    std::vector<unsigned char> in;
-    std::vector<unsigned char> out;
-    std::size_t out_pos = 0;
-    std::optional<parked> waiting;
-  };
-
-  static std::string loopback_for(int fd, const sockaddr_storage& ss) {
-    if (ss.ss_family == AF_INET6) {
-      const auto& a6 = reinterpret_cast<const sockaddr_in6&>(ss);
-      if (IN6_IS_ADDR_UNSPECIFIED(&a6.sin6_addr)) {  // "::": dual stack unless IPV6_V6ONLY
-        int v6only = 0;
-        socklen_t len = sizeof v6only;
-        ::getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len);
-        return v6only ? "::1" : "127.0.0.1";
-      }
-      return tcp_net::numeric_host(reinterpret_cast<const sockaddr*>(&ss), sizeof(sockaddr_in6));
-    }
-    const auto& a4 = reinterpret_cast<const sockaddr_in&>(ss);
-    if (a4.sin_addr.s_addr == htonl(INADDR_ANY)) return "127.0.0.1";
-    return tcp_net::numeric_host(reinterpret_cast<const sockaddr*>(&ss), sizeof(sockaddr_in));
-  }
-
   void warn(const connection& c, const std::string& why) const {
     log(log_level::warn, opt_.rank, "tcp_store: closing the connection from " + c.peer + ": " + why);
   }
@@ -161,14 +130,13 @@ class store_server {
       ids.clear();
       fds.push_back({wake_.get(), POLLIN, 0});
       fds.push_back({listen_.get(), POLLIN, 0});
-      auto next = clock::now() + std::chrono::seconds(1);
+      auto next = service_.next_deadline(clock::now() + std::chrono::seconds(1));
       for (auto& [id, c] : conns_) {
         short events = POLLIN;
-        if (c.out_pos < c.out.size()) events |= POLLOUT;
+        if (c.has_output()) events |= POLLOUT;
         fds.push_back({c.fd.get(), events, 0});
         ids.push_back(id);
         if (!c.authenticated) next = std::min(next, c.handshake_until);
-        if (c.waiting) next = std::min(next, c.waiting->until);
       }
       const auto wait_ms = std::chrono::ceil<std::chrono::milliseconds>(next - clock::now()).count();
       const int ready = ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(wait_ms, 0, 1000)));
@@ -209,9 +177,10 @@ class store_server {
                                   tcp_net::port_of(ss));
       c.handshake_until = clock::now() + opt_.handshake_timeout;
       c.server_nonce = tcp_auth::fresh_nonce();
-      queue(c, std::move(tcp_wire::frame_builder(tcp_wire::frame_type::challenge).raw(c.server_nonce)).finish());
+      c.queue(std::move(tcp_wire::frame_builder(tcp_wire::frame_type::challenge).raw(c.server_nonce)).finish());
       log(log_level::debug, opt_.rank, "tcp_store: connection from " + c.peer);
-      auto& placed = conns_[next_id_++] = std::move(c);
+      c.id = next_id_++;
+      auto& placed = conns_[c.id] = std::move(c);
       flush(placed);
     }
   }
@@ -279,14 +248,20 @@ class store_server {
     }
     if (!tcp_auth::same_mac(m->client_mac, tcp_auth::client_mac(opt_.key, c.server_nonce, m->client_nonce))) {
       warn(c, "authentication failed (a client with another TUTTI_JOB_KEY: another job, or a stale rank?)");
-      refuse_waits(c.peer);
+      {
+        std::lock_guard lock(mutex_);
+        linger_until_ = clock::now() + refusal_linger;
+      }
+      std::vector<outgoing> out;
+      service_.refuse(c.peer, out);
+      deliver(out);
       // Tell it why before closing, so its error says so rather than "connection closed".
       const auto e = tcp_wire::encode_error(tcp_wire::error_code::auth_failed, "authentication failed");
       [[maybe_unused]] const auto ignored = ::send(c.fd.get(), e.data(), e.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       close(c);
       return;
     }
-    queue(c, std::move(tcp_wire::frame_builder(tcp_wire::frame_type::proof)
+    c.queue(std::move(tcp_wire::frame_builder(tcp_wire::frame_type::proof)
                            .raw(tcp_auth::server_mac(opt_.key, c.server_nonce, m->client_nonce)))
                  .finish());
     c.authenticated = true;
@@ -300,10 +275,9 @@ class store_server {
   }
 
   void handle(connection& c, const tcp_wire::parse_result& f) {
-    using tcp_wire::frame_type;
-    if (c.waiting) {
-      warn(c, std::string("a '") + tcp_wire::type_name(f.type) + "' request while its " +
-                  tcp_wire::type_name(c.waiting->type) + " was still waiting (one request at a time)");
+    if (const parked* p = service_.parked_of(c.id)) {
+      warn(c, std::string("a '") + tcp_wire::type_name(f.type) + "' request while its " + tcp_wire::type_name(p->type) +
+                  " was still waiting (one request at a time)");
       close(c);
       return;
     }
@@ -314,104 +288,23 @@ class store_server {
       return;
     }
     auto& r = std::get<tcp_wire::request>(decoded);
-    switch (r.type) {
-      case frame_type::set:
-        values_[r.keys[0]] = std::move(r.value);
-        queue(c, std::move(tcp_wire::frame_builder(frame_type::ok)).finish());
-        wake_parked(&c);
-        break;
-      case frame_type::get:
-      case frame_type::wait:
-        if (missing(r.keys) == nullptr) {
-          answer(c, r.type, r.keys);
-        } else if (!refusal_.empty()) {
-          queue(c, tcp_wire::encode_error(tcp_wire::error_code::refused, refused_text(r.keys)));
-        } else {
-          // Far-future waits are capped (a u64 of milliseconds would overflow the clock).
-          const auto ms = std::min<std::uint64_t>(r.wait_ms, std::uint64_t{30} * 24 * 3600 * 1000);
-          c.waiting = parked{r.type, std::move(r.keys), clock::now() + std::chrono::milliseconds(ms)};
-        }
-        break;
-      case frame_type::check:
-        queue(c, std::move(tcp_wire::frame_builder(frame_type::flag).u8(values_.count(r.keys[0]) ? 1 : 0)).finish());
-        break;
-      case frame_type::add: {
-        auto& text = values_[r.keys[0]];
-        std::int64_t v = 0;
-        if (!text.empty()) {
-          const auto* first = reinterpret_cast<const char*>(text.data());
-          const auto [end, ec] = std::from_chars(first, first + text.size(), v);
-          if (ec != std::errc{} || end != first + text.size()) {
-            queue(c, tcp_wire::encode_error(tcp_wire::error_code::not_counter,
-                                            "key '" + r.keys[0] + "' does not hold a counter"));
-            break;
-          }
-        }
-        v = static_cast<std::int64_t>(static_cast<std::uint64_t>(v) + static_cast<std::uint64_t>(r.delta));
-        const auto out = std::to_string(v);
-        text.assign(out.begin(), out.end());
-        queue(c, std::move(tcp_wire::frame_builder(frame_type::counter).u64(static_cast<std::uint64_t>(v))).finish());
-        wake_parked(&c);
-        break;
-      }
-      case frame_type::close:
-        log(log_level::debug, opt_.rank, "tcp_store: " + c.peer + " closed its connection");
-        close(c);
-        return;
-      default: break;
+    if (r.type == tcp_wire::frame_type::close) {
+      log(log_level::debug, opt_.rank, "tcp_store: " + c.peer + " closed its connection");
+      close(c);
+      return;
     }
-    flush(c);
+    std::vector<outgoing> out;
+    service_.handle(c.id, std::move(r), clock::now(), out);
+    deliver(out);
   }
 
-  [[nodiscard]] const std::string* missing(const std::vector<std::string>& keys) const {
-    for (const auto& k : keys)
-      if (!values_.count(k)) return &k;
-    return nullptr;
-  }
-
-  void answer(connection& c, tcp_wire::frame_type type, const std::vector<std::string>& keys) {
-    if (type == tcp_wire::frame_type::get)
-      queue(c, std::move(tcp_wire::frame_builder(tcp_wire::frame_type::value).raw(values_.at(keys[0]))).finish());
-    else
-      queue(c, std::move(tcp_wire::frame_builder(tcp_wire::frame_type::ok)).finish());
-  }
-
-  //! A client failed the handshake: a tutti client with another TUTTI_JOB_KEY, almost always a
-  //! rank of this job started with the wrong key (a port scanner never gets that far). That rank
-  //! cannot join, so keys it would set never appear: every parked wait, and every later one, is
-  //! answered now with why, instead of each rank learning nothing until its deadline.
-  void refuse_waits(const std::string& peer) {
-    ++refusals_;
-    {
-      std::lock_guard lock(mutex_);
-      linger_until_ = clock::now() + refusal_linger;
-    }
-    refusal_ = "a rank was refused by the job's store for a wrong TUTTI_JOB_KEY (the client at " + peer +
-               (refusals_ > 1 ? ", and " + std::to_string(refusals_ - 1) + " more" : std::string()) +
-               "), so it cannot join and this wait cannot end: every rank needs the same TUTTI_JOB_KEY (tutti-run "
-               "sets it)";
-    for (auto& [id, other] : conns_) {
-      if (!other.waiting || other.dead) continue;
-      const auto p = std::move(*other.waiting);
-      other.waiting.reset();
-      queue(other, tcp_wire::encode_error(tcp_wire::error_code::refused, refused_text(p.keys)));
-      flush(other);
-    }
-  }
-
-  [[nodiscard]] std::string refused_text(const std::vector<std::string>& keys) const {
-    const std::string* key = missing(keys);
-    return "key '" + (key ? *key : std::string("?")) + "' will not be set: " + refusal_;
-  }
-
-  //! After a set or add: answers every parked request whose keys now all exist.
-  void wake_parked(connection* except) {
-    for (auto& [id, c] : conns_) {
-      if (&c == except || !c.waiting || c.dead || missing(c.waiting->keys)) continue;
-      const auto p = std::move(*c.waiting);
-      c.waiting.reset();
-      answer(c, p.type, p.keys);
-      flush(c);
+  //! Queues and sends each frame the service produced (to a connection still open).
+  void deliver(const std::vector<outgoing>& out) {
+    for (const auto& o : out) {
+      const auto it = conns_.find(o.to);
+      if (it == conns_.end() || it->second.dead) continue;
+      it->second.queue(o.frame);
+      flush(it->second);
     }
   }
 
@@ -419,32 +312,19 @@ class store_server {
   void expire() {
     const auto now = clock::now();
     for (auto& [id, c] : conns_) {
-      if (c.dead) continue;
-      if (!c.authenticated && now >= c.handshake_until) {
-        char s[32];
-        std::snprintf(s, sizeof s, "%.1f", std::chrono::duration<double>(opt_.handshake_timeout).count());
-        warn(c, std::string("no complete handshake within ") + s + " s");
-        close(c);
-      } else if (c.waiting && now >= c.waiting->until) {
-        const std::string* key = missing(c.waiting->keys);
-        queue(c, tcp_wire::encode_error(tcp_wire::error_code::timeout,
-                                        "key '" + (key ? *key : std::string("?")) + "' was not set before the deadline"));
-        c.waiting.reset();
-        flush(c);
-      }
+      if (c.dead || c.authenticated || now < c.handshake_until) continue;
+      char s[32];
+      std::snprintf(s, sizeof s, "%.1f", std::chrono::duration<double>(opt_.handshake_timeout).count());
+      warn(c, std::string("no complete handshake within ") + s + " s");
+      close(c);
     }
-  }
-
-  void queue(connection& c, const std::vector<unsigned char>& frame) {
-    if (c.out_pos == c.out.size()) {
-      c.out.clear();
-      c.out_pos = 0;
-    }
-    c.out.insert(c.out.end(), frame.begin(), frame.end());
+    std::vector<outgoing> out;
+    service_.expire(now, out);
+    deliver(out);
   }
 
   void flush(connection& c) {
-    while (!c.dead && c.out_pos < c.out.size()) {
+    while (!c.dead && c.has_output()) {
       const ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
       if (n > 0) {
         c.out_pos += static_cast<std::size_t>(n);
@@ -462,6 +342,7 @@ class store_server {
   void close(connection& c) {
     if (c.dead) return;
     c.dead = true;
+    service_.forget(c.id);
     c.fd.reset();
     if (c.authenticated) {
       std::lock_guard lock(mutex_);
@@ -484,14 +365,12 @@ class store_server {
   // Owned by the server thread.
   std::map<std::uint64_t, connection> conns_;
   std::uint64_t next_id_ = 0;
-  std::unordered_map<std::string, std::vector<unsigned char>> values_;
+  store_service service_;
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::size_t authenticated_ = 0;  //!< guarded by mutex_
   clock::time_point linger_until_{};  //!< guarded by mutex_: close() serves until then (a refusal)
-  std::string refusal_;             //!< why waits are refused, once a client failed the handshake
-  std::size_t refusals_ = 0;
   bool running_ = true;            //!< guarded by mutex_
 
   std::thread thread_;  //!< last: started once everything above exists

@@ -117,6 +117,24 @@ using addrinfo_list = std::unique_ptr<addrinfo, addrinfo_deleter>;
   return host;
 }
 
+//! An address this host reaches a listener bound at `ss` on: the bound address, or loopback for a
+//! wildcard bind ("::" is dual stack unless IPV6_V6ONLY).
+[[nodiscard]] inline std::string loopback_host(int fd, const sockaddr_storage& ss) {
+  if (ss.ss_family == AF_INET6) {
+    const auto& a6 = reinterpret_cast<const sockaddr_in6&>(ss);
+    if (IN6_IS_ADDR_UNSPECIFIED(&a6.sin6_addr)) {
+      int v6only = 0;
+      socklen_t len = sizeof v6only;
+      ::getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len);
+      return v6only ? "::1" : "127.0.0.1";
+    }
+    return numeric_host(reinterpret_cast<const sockaddr*>(&ss), sizeof(sockaddr_in6));
+  }
+  const auto& a4 = reinterpret_cast<const sockaddr_in&>(ss);
+  if (a4.sin_addr.s_addr == htonl(INADDR_ANY)) return "127.0.0.1";
+  return numeric_host(reinterpret_cast<const sockaddr*>(&ss), sizeof(sockaddr_in));
+}
+
 inline void set_nodelay(int fd) noexcept {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // small request/reply frames

@@ -13,61 +13,23 @@
 #include <string>
 #include <vector>
 
+#include "tutti/transport/detail/op_queue.hpp"
+#include "tutti/transport/detail/operation.hpp"
+
 namespace tutti::transport::inproc_detail {
 
-enum op_status : int { op_free = 0, op_pending = 1, op_done = 2, op_failed = 3 };
+using detail::op_status, detail::op_free, detail::op_pending, detail::op_done, detail::op_failed;
 
 //! One posted send or receive. Lives in its rank's fixed pool; linked into a channel while unmatched.
-struct op_state {
+struct op_state : detail::operation {
   std::atomic<int> status{op_free};
-  bool is_send = false;
-  int peer = -1;
-  std::uint64_t tag = 0;
   const void* src = nullptr;  //!< sender's bytes (sends)
   void* dst = nullptr;        //!< receiver's bytes (receives)
-  std::size_t bytes = 0;
   op_state* next = nullptr;   //!< channel queue link
   std::string failure;        //!< why it failed, written before status becomes op_failed
 };
 
-//! An intrusive FIFO of op_states, so posting allocates nothing.
-struct op_queue {
-  op_state* head = nullptr;
-  op_state* tail = nullptr;
-
-  void push(op_state* op) noexcept {
-    op->next = nullptr;
-    if (tail) tail->next = op; else head = op;
-    tail = op;
-  }
-  //! Removes and returns the first op with this tag (messages of one tag match in order).
-  op_state* take(std::uint64_t tag) noexcept {
-    op_state* prev = nullptr;
-    for (op_state* op = head; op; prev = op, op = op->next) {
-      if (op->tag != tag) continue;
-      unlink(prev, op);
-      return op;
-    }
-    return nullptr;
-  }
-  //! Removes `target` if it is queued; returns whether it was.
-  bool remove(op_state* target) noexcept {
-    op_state* prev = nullptr;
-    for (op_state* op = head; op; prev = op, op = op->next) {
-      if (op != target) continue;
-      unlink(prev, op);
-      return true;
-    }
-    return false;
-  }
-
- private:
-  void unlink(op_state* prev, op_state* op) noexcept {
-    (prev ? prev->next : head) = op->next;
-    if (tail == op) tail = prev;
-    op->next = nullptr;
-  }
-};
+using op_queue = detail::op_queue<op_state>;
 
 struct channel {
   std::mutex mutex;

@@ -10,8 +10,10 @@
 
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/detail/operation.hpp"
 #include "tutti/transport/op_pool.hpp"
 #include "tutti/transport/request_handle.hpp"
 #include "tutti/transport/inproc/fabric.hpp"
@@ -133,10 +135,7 @@ class inproc {
   inproc_detail::op_state* acquire(int peer, std::uint64_t tag, std::size_t bytes, bool is_send) {
     check_peer(rank_, name, is_send, peer, world_size());
     auto* op = pool_.acquire(rank_, name);
-    op->is_send = is_send;
-    op->peer = peer;
-    op->tag = tag;
-    op->bytes = bytes;
+    op->posting(is_send, peer, tag, bytes);
     op->src = nullptr;
     op->dst = nullptr;
     op->status.store(inproc_detail::op_pending, std::memory_order_relaxed);
@@ -172,8 +171,7 @@ class inproc {
   }
 
   [[nodiscard]] std::string describe(const inproc_detail::op_state& op) const {
-    return "rank " + std::to_string(rank_) + ": " + (op.is_send ? "send of " : "receive of ") +
-           std::to_string(op.bytes) + " bytes " + (op.is_send ? "to" : "from") + " rank " + std::to_string(op.peer);
+    return on_rank(rank_) + detail::op_text(op, std::to_string(op.peer));
   }
 
   std::shared_ptr<fabric> fabric_;

@@ -5,7 +5,7 @@
 //! ncclRemoteError (a peer exited or the network failed) becomes tutti::peer_lost; every other
 //! failure tutti::transport_error, so that the communicator aborts (an NCCL "invalid argument"
 //! seen by one rank mid-collective is not the all-ranks-agree refusal tutti::invalid_argument
-//! means). ncclInProgress is not a failure: the communicator is non-blocking (transport.hpp), and
+//! means). ncclInProgress is not a failure: the communicator is non-blocking (startup.hpp), and
 //! the caller settles it by polling ncclCommGetAsyncError.
 #pragma once
 #include <cuda_runtime_api.h>

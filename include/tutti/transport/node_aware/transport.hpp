@@ -23,8 +23,10 @@
 #include "tutti/bootstrap/node.hpp"
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/detail/operation.hpp"
 
 namespace tutti::transport {
 
@@ -41,15 +43,12 @@ class node_aware {
   static constexpr const char* name = "node_aware";
 
   //! A posted operation on one side; `on_node` says which, so the composite never looks inside the
-  //! parts' request types (default-constructed: an empty network request, already complete).
-  struct request {
+  //! parts' request types (default-constructed: an empty network request, already complete). The
+  //! operation record says what it is, for a deadline's message: which peer was waited on.
+  struct request : detail::operation {
     typename Intra::request near;
     typename Inter::request far;
     bool on_node = false;
-    bool is_send = false;  //!< what it is, for a deadline's message: which peer was waited on
-    int peer = -1;
-    std::uint64_t tag = 0;
-    std::size_t bytes = 0;
   };
 
   //! `map`: every rank's node (the same on every rank); `intra`: this node's transport, over
@@ -93,13 +92,13 @@ class node_aware {
   [[nodiscard]] Inter& network_transport() noexcept { return *inter_; }
 
   [[nodiscard]] request send(int peer, std::uint64_t tag, const void* data, std::size_t bytes) {
-    request r{{}, {}, near(peer), true, peer, tag, bytes};
+    request r{{true, peer, tag, bytes}, {}, {}, near(peer)};
     if (r.on_node) r.near = intra_->send(local(peer), tag, data, bytes);
     else r.far = inter_->send(peer, tag, data, bytes);
     return r;
   }
   [[nodiscard]] request recv(int peer, std::uint64_t tag, void* data, std::size_t bytes) {
-    request r{{}, {}, near(peer), false, peer, tag, bytes};
+    request r{{false, peer, tag, bytes}, {}, {}, near(peer)};
     if (r.on_node) r.near = intra_->recv(local(peer), tag, data, bytes);
     else r.far = inter_->recv(peer, tag, data, bytes);
     return r;
@@ -121,12 +120,9 @@ class node_aware {
     backoff b(0);  // each test() already spins inside its transport's progress
     while (!test(r)) {
       if (b.check_clock() && until.passed())
-        throw timeout("rank " + std::to_string(rank_) + ": transport::node_aware: " +
-                      (r.on_node ? "shared-memory " : "network ") + (r.is_send ? "send of " : "receive of ") +
-                      std::to_string(r.bytes) + " bytes " + (r.is_send ? "to" : "from") + " rank " +
-                      std::to_string(r.peer) + " with tag " + std::to_string(r.tag) +
-                      " did not complete before the deadline (TUTTI_TIMEOUT): waited on rank " +
-                      std::to_string(r.peer));
+        throw timeout(on_rank(rank_, "transport::node_aware") + (r.on_node ? "shared-memory " : "network ") +
+                      detail::op_text_with_tag(r) + " did not complete before the deadline (TUTTI_TIMEOUT): waited on " +
+                      rank_text(r.peer));
       b.pause();
     }
   }

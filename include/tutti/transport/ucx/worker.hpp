@@ -1,4 +1,4 @@
-//! @file worker.hpp  The UCP context and worker one rank owns, its endpoints, and UCX status wording.
+//! @file worker.hpp  The UCP context and worker one rank owns, and its endpoints.
 #pragma once
 #include <ucp/api/ucp.h>
 
@@ -8,38 +8,10 @@
 #include <vector>
 
 #include "tutti/core/error.hpp"
-#include "tutti/core/message.hpp"
+#include "tutti/transport/ucx/error.hpp"
 #include "tutti/transport/ucx/log_filter.hpp"
 
 namespace tutti::transport::ucx_detail {
-
-using tutti::rank_text;
-
-//! "Connection reset by remote peer (UCS_ERR_CONNECTION_RESET)": UCX's words and the code to grep for.
-inline std::string status_text(ucs_status_t s) {
-  return std::string(ucs_status_string(s)) + " (UCS status " + std::to_string(static_cast<int>(s)) + ")";
-}
-
-[[noreturn]] inline void fail(int rank, const std::string& call, ucs_status_t s) {
-  throw transport_error(rank_text(rank) + ": transport::ucx: " + call + " failed: " + status_text(s));
-}
-
-//! Statuses with which UCX fails an operation or an endpoint because the remote process is gone,
-//! unreachable or stopped answering: the caller sees these as tutti::peer_lost.
-inline bool is_peer_failure(ucs_status_t s) noexcept {
-  switch (s) {
-    case UCS_ERR_CONNECTION_RESET:
-    case UCS_ERR_ENDPOINT_TIMEOUT:
-    case UCS_ERR_UNREACHABLE:
-    case UCS_ERR_NOT_CONNECTED:
-    case UCS_ERR_REJECTED:
-    case UCS_ERR_IO_ERROR:
-    case UCS_ERR_TIMED_OUT:
-      return true;
-    default:
-      return false;
-  }
-}
 
 //! One UCP context and one worker, tag matching only, used by one thread (thread mode SINGLE:
 //! tutti drives progress from the waiting thread, so UCX needs no locks). Moves are not needed:
