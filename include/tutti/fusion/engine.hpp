@@ -1,7 +1,7 @@
 //! @file engine.hpp  The fusion engine: one background thread per communicator serving allreduce_async.
 //!
 //! The thread owns the transport while it runs. It works in rounds: let tensors accumulate for the
-//! cycle time, negotiate (negotiation.hpp; its messages: wire.hpp) so every rank learns which tensors
+//! cycle time, negotiate (negotiation.hpp; its messages: channel.hpp) so every rank learns which tensors
 //! are ready everywhere and in which batches, then run each batch (batching.hpp) through the port's
 //! checked allreduce (port.hpp: so codecs and algorithms apply to fused buffers unchanged), and
 //! complete the handles. This file is the thread and its turns.
@@ -31,13 +31,13 @@
 #include "tutti/core/message.hpp"
 #include "tutti/core/tensor_view.hpp"
 #include "tutti/fusion/batching.hpp"
+#include "tutti/fusion/channel.hpp"
 #include "tutti/fusion/handle.hpp"
 #include "tutti/fusion/negotiation.hpp"
 #include "tutti/fusion/port.hpp"
 #include "tutti/fusion/settings.hpp"
 #include "tutti/fusion/timeline.hpp"
 #include "tutti/fusion/tuner.hpp"
-#include "tutti/fusion/wire.hpp"
 
 namespace tutti::fusion {
 
@@ -46,7 +46,7 @@ class engine {
  public:
   engine(Port port, engine_settings settings, std::unique_ptr<tuner> tuner, std::unique_ptr<timeline> timeline)
       : port_(port),
-        wire_(port_.transport(), port_.size()),
+        channel_(port_.transport(), port_.size()),
         settings_(settings),
         params_(settings.initial),
         tuner_(std::move(tuner)),
@@ -217,12 +217,12 @@ class engine {
   response negotiate(const report& mine) {
     const auto until = deadline::after(settings_.timeout);
     if (world_ == 1) return decide({mine});
-    if (rank_ != 0) return wire_.ask(mine, until);
+    if (rank_ != 0) return channel_.ask(mine, until);
     std::vector<report> all(static_cast<std::size_t>(world_));
     all[0] = mine;
-    wire_.gather(all, until);
+    channel_.gather(all, until);
     response answer = decide(all);
-    wire_.answer(answer, until);
+    channel_.answer(answer, until);
     return answer;
   }
 
@@ -323,7 +323,7 @@ class engine {
   }
 
   Port port_;
-  negotiation_wire<typename Port::transport_type> wire_;
+  negotiation_channel<typename Port::transport_type> channel_;
   batcher<typename Port::codec_type> batcher_;
   engine_settings settings_;
   parameters params_;                       //!< guarded by mutex_ (read by current_parameters())

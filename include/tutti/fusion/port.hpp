@@ -3,7 +3,7 @@
 //! The engine sits below the communicator: it must not call up into the communicator's members.
 //! Instead the communicator hands it a port (Aluminum's progress engine talks to requests through a
 //! narrow step() interface the same way): who this rank is, the transport its negotiation messages
-//! travel on (fusion/wire.hpp), one checked allreduce of a buffer, and where to report that the
+//! travel on (fusion/channel.hpp), one checked allreduce of a buffer, and where to report that the
 //! engine stopped on its own error. A port is a small value; its calls are direct, not virtual.
 #pragma once
 #include <concepts>

@@ -1,4 +1,4 @@
-//! @file wire.hpp  The negotiation's messages on the transport: reports to rank 0, its response to all.
+//! @file channel.hpp  The negotiation's messages on the transport: reports to rank 0, its response to all.
 //!
 //! A message is its length (8 bytes) then its bytes (negotiation.hpp encodes them), under the
 //! engine's own tags (core/tags.hpp: negotiation_request, negotiation_answer), between the
@@ -18,11 +18,11 @@
 namespace tutti::fusion {
 
 template <class Transport>
-class negotiation_wire {
+class negotiation_channel {
   using request = typename Transport::request;
 
  public:
-  negotiation_wire(Transport& t, int world) : t_(t), world_(world) {}
+  negotiation_channel(Transport& t, int world) : t_(t), world_(world) {}
 
   //! A rank other than 0: sends its report, returns rank 0's response.
   response ask(const report& mine, deadline until) {
