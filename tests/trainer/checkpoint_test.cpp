@@ -285,3 +285,34 @@ TEST_CASE("checkpoint: a commit that cannot happen names the path and the reason
   for (const auto& e : fs::directory_iterator(dir.path))
     CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
 }
+
+TEST_CASE("checkpoint: names are written and read back in one place (checkpoint_name.hpp)") {
+  scratch_dir dir("names");
+  CHECK(feedback_path(dir.path, 120, 3) == dir.path / "feedback-000000000120.rank3");
+  CHECK_THROWS_WITH_AS((void)feedback_path(dir.path, 1000000000000, 0), doctest::Contains("12 digits"), invalid_argument);
+
+  CHECK(detail::checkpoint_batches("ckpt-000000000120") == 120u);
+  CHECK_FALSE(detail::checkpoint_batches("ckpt-000000000120.tmp.4711"));
+  CHECK_FALSE(detail::checkpoint_batches("ckpt-00000000012x"));
+  CHECK_FALSE(detail::checkpoint_batches("ckpt-120"));
+  CHECK(detail::feedback_batches("feedback-000000000120.rank3", 3) == 120u);
+  CHECK_FALSE(detail::feedback_batches("feedback-000000000120.rank3", 1));   // another rank's
+  CHECK_FALSE(detail::feedback_batches("feedback-000000000120.rank31", 3));  // rank 31's, not 3's
+  CHECK_FALSE(detail::feedback_batches("ckpt-000000000120", 3));
+
+  // Listings: newest first, strangers and other ranks' files left out.
+  for (const std::size_t b : {5u, 40u, 12u}) {
+    write_bytes(checkpoint_path(dir.path, b), {});
+    write_bytes(feedback_path(dir.path, b, 1), {});
+    write_bytes(feedback_path(dir.path, b, 2), {});
+  }
+  write_bytes(dir.path / "ckpt-000000000099.tmp.4711", {});
+  write_bytes(dir.path / "notes.txt", {});
+  const auto ckpts = detail::list_checkpoints(dir.path);
+  REQUIRE(ckpts.size() == 3);
+  CHECK(ckpts[0] == std::pair<std::size_t, fs::path>{40, checkpoint_path(dir.path, 40)});
+  CHECK(ckpts[2].first == 5);
+  const auto mine = detail::list_feedback(dir.path, 2);
+  REQUIRE(mine.size() == 3);
+  CHECK(mine[1] == std::pair<std::size_t, fs::path>{12, feedback_path(dir.path, 12, 2)});
+}

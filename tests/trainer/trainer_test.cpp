@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <tutti/fusion/threshold.hpp>
+#include <tutti/trainer/any_optimizer.hpp>
 #include <tutti/trainer/data_parallel_trainer.hpp>
 #include <tutti/trainer/optimizer.hpp>
 #include <tutti/transport/inproc.hpp>
@@ -110,6 +111,15 @@ struct synthetic_data {
 };
 
 using comm_t = communicator<transport::inproc, algorithm::ring, fusion::threshold<4096, 200>>;
+
+// What the trainer takes (concepts.hpp): tutti's communicators, with and without error feedback,
+// and every optimiser of optimizer.hpp. The refusals are tests/trainer/compile_fail/.
+static_assert(trainer_communicator<comm_t>);
+static_assert(trainer_communicator<communicator<transport::inproc, algorithm::ring, codec::topk>>);
+static_assert(!trainer_communicator<int>);
+static_assert(trainer_optimizer<sgd> && trainer_optimizer<adam> && trainer_optimizer<lars<sgd>> &&
+              trainer_optimizer<any_optimizer>);
+static_assert(!trainer_optimizer<int>);
 
 struct run_result {
   std::vector<float> w, b;

@@ -40,6 +40,7 @@
 
 #include "tutti/core/error.hpp"
 #include "tutti/core/wire.hpp"
+#include "tutti/trainer/checkpoint_name.hpp"
 
 namespace tutti::trainer {
 
@@ -48,8 +49,6 @@ namespace detail {
 inline constexpr std::string_view checkpoint_magic = "TUTTICKP";
 inline constexpr std::uint32_t checkpoint_format_version = 1;
 inline constexpr std::size_t checkpoint_digest_bytes = 32;
-inline constexpr std::string_view checkpoint_prefix = "ckpt-";
-inline constexpr std::size_t checkpoint_digits = 12;
 
 inline std::string errno_text(int e) { return std::generic_category().message(e); }
 
@@ -149,35 +148,6 @@ class temporary_file {
   bool renamed_ = false;
   std::string path_;
 };
-
-//! `ckpt-<12 digits>` -> the digits' value; anything else (a `.tmp.<pid>`, a stranger) -> nullopt.
-[[nodiscard]] inline std::optional<std::size_t> checkpoint_batches(const std::string& filename) {
-  if (filename.size() != checkpoint_prefix.size() + checkpoint_digits || !filename.starts_with(checkpoint_prefix))
-    return std::nullopt;
-  std::size_t n = 0;
-  for (std::size_t i = checkpoint_prefix.size(); i < filename.size(); ++i) {
-    const char c = filename[i];
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + static_cast<std::size_t>(c - '0');
-  }
-  return n;
-}
-
-//! The checkpoint files of `dir`, newest (most batches) first.
-[[nodiscard]] inline std::vector<std::pair<std::size_t, std::filesystem::path>> list_checkpoints(
-    const std::filesystem::path& dir) {
-  std::vector<std::pair<std::size_t, std::filesystem::path>> found;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(dir, ec), end;
-  if (ec) throw error("checkpoint directory " + dir.string() + ": cannot list it: " + ec.message());
-  for (; it != end; it.increment(ec)) {
-    if (ec) throw error("checkpoint directory " + dir.string() + ": cannot list it: " + ec.message());
-    if (auto n = checkpoint_batches(it->path().filename().string()); n && it->is_regular_file(ec))
-      found.emplace_back(*n, it->path());
-  }
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  return found;
-}
 
 }  // namespace detail
 
@@ -355,21 +325,13 @@ class checkpoint_reader {
   std::vector<std::string> order_;
 };
 
-//! Checkpoints are files `ckpt-<batches, 12 digits>` in a directory; the newest that opens cleanly wins.
+//! Checkpoints are files `ckpt-<batches, 12 digits>` in a directory (checkpoint_name.hpp); the newest
+//! that opens cleanly wins.
 struct checkpoint_choice {
   std::filesystem::path path;
   std::size_t batches = 0;
   std::vector<std::string> refused;  //!< one message per newer file that failed to open
 };
-
-//! The file a checkpoint after `batches` global batches goes to: `dir/ckpt-000000000120`.
-[[nodiscard]] inline std::filesystem::path checkpoint_path(const std::filesystem::path& dir, std::size_t batches) {
-  std::string digits = std::to_string(batches);
-  if (digits.size() > detail::checkpoint_digits)
-    throw invalid_argument("checkpoint_path(dir, " + digits + "): batch counts have at most 12 digits");
-  digits.insert(0, detail::checkpoint_digits - digits.size(), '0');
-  return dir / (std::string(detail::checkpoint_prefix) + digits);
-}
 
 //! The newest checkpoint in `dir` that opens cleanly, with the reasons each newer one was refused;
 //! nullopt when `dir` is missing or holds no checkpoint file. Leftover `.tmp.<pid>` files of

@@ -22,16 +22,19 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "tutti/codec/concepts.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/log.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/core/op.hpp"
 #include "tutti/core/tensor_view.hpp"
 #include "tutti/fusion/handle.hpp"
 #include "tutti/trainer/checkpoint.hpp"
+#include "tutti/trainer/checkpoint_name.hpp"
+#include "tutti/trainer/concepts.hpp"
 #include "tutti/trainer/model.hpp"
 #include "tutti/trainer/sharding.hpp"
 
@@ -83,9 +86,14 @@ struct trainer_context {
   [[nodiscard]] bool is_chief() const noexcept { return rank == 0; }
 };
 
+//! Communicator: a trainer_communicator (tutti::communicator is one); Optimizer: a
+//! trainer_optimizer (concepts.hpp). Either refused with one sentence naming what it lacks.
 template <class Communicator, class Model, class Optimizer>
   requires model<Model>
 class data_parallel_trainer {
+  static_assert(concepts_detail::check_communicator<Communicator>());
+  static_assert(concepts_detail::check_optimizer<Optimizer>());
+
  public:
   using batch_type = typename Model::batch_type;
 
@@ -202,7 +210,7 @@ class data_parallel_trainer {
   static batch_plan plan_for(const trainer_options& o, const Communicator& comm) {
     const auto ranks = static_cast<std::size_t>(comm.size());
     if (o.slots_per_trial != 0 && o.slots_per_trial != ranks)
-      throw invalid_argument("rank " + std::to_string(comm.rank()) + ": data_parallel_trainer: resources.slots_per_trial is " +
+      throw invalid_argument(on_rank(comm.rank(), "data_parallel_trainer") + "resources.slots_per_trial is " +
                              std::to_string(o.slots_per_trial) + " but the job has " + std::to_string(ranks) +
                              " ranks: start it with tutti-run -n " + std::to_string(o.slots_per_trial) +
                              ", or set slots_per_trial to " + std::to_string(ranks));
@@ -272,16 +280,17 @@ class data_parallel_trainer {
     comm_.allgather(mine, all);
     for (std::size_t r = 0; r < all.size(); ++r)
       if (all[r] != all[0])
-        throw mismatch("rank " + std::to_string(comm_.rank()) + ": data_parallel_trainer: the " + what +
-                       " metrics of rank " + std::to_string(r) + " have other names than rank 0's");
+        throw mismatch(on_rank(comm_.rank(), "data_parallel_trainer") + "the " + what + " metrics of " +
+                       rank_text(static_cast<int>(r)) + " have other names than rank 0's");
   }
 
-  static constexpr bool has_feedback = feedback_codec_policy<typename Communicator::codec_type>;
+  static constexpr bool has_feedback = concepts_detail::feedback_codec_of<Communicator>();
+  //! Each error-feedback residual is the checkpoint section "residual/<tensor name>".
+  static constexpr std::string_view residual_section = "residual/";
 
   //! With an error-feedback codec each rank's residuals beside the checkpoint of `batches`.
-  [[nodiscard]] std::filesystem::path feedback_path(std::size_t batches) const {
-    auto p = checkpoint_path(options_.checkpoint_dir, batches);
-    return p.replace_filename("feedback-" + p.filename().string().substr(5) + ".rank" + std::to_string(comm_.rank()));
+  [[nodiscard]] std::filesystem::path residuals_path(std::size_t batches) const {
+    return feedback_path(options_.checkpoint_dir, batches, comm_.rank());
   }
 
   //! Parameters and optimiser state, with the position in the data; the chief writes, then all
@@ -291,10 +300,10 @@ class data_parallel_trainer {
     if constexpr (has_feedback) {
       checkpoint_writer f;
       for (const auto& [name, residual] : comm_.fusion_feedback_state())
-        f.add("residual/" + name, std::span<const std::byte>(reinterpret_cast<const std::byte*>(residual.data()),
-                                                            residual.size() * sizeof(float)));
+        f.add(std::string(residual_section) + name,
+              std::span<const std::byte>(reinterpret_cast<const std::byte*>(residual.data()), residual.size() * sizeof(float)));
       std::filesystem::create_directories(options_.checkpoint_dir);
-      f.commit(feedback_path(batches));
+      f.commit(residuals_path(batches));
       comm_.barrier();
     }
     if (comm_.rank() == 0) {
@@ -319,17 +328,10 @@ class data_parallel_trainer {
 
   //! Residual files whose checkpoint is gone go too (each rank its own).
   void prune_feedback() {
-    std::vector<std::string> kept;
-    for (const auto& e : std::filesystem::directory_iterator(options_.checkpoint_dir)) {
-      const auto name = e.path().filename().string();
-      if (name.rfind("ckpt-", 0) == 0 && name.size() == 17) kept.push_back(name.substr(5));
-    }
-    const std::string mine = ".rank" + std::to_string(comm_.rank());
-    for (const auto& e : std::filesystem::directory_iterator(options_.checkpoint_dir)) {
-      const auto name = e.path().filename().string();
-      if (name.rfind("feedback-", 0) != 0 || !name.ends_with(mine)) continue;
-      if (std::find(kept.begin(), kept.end(), name.substr(9, 12)) == kept.end()) std::filesystem::remove(e.path());
-    }
+    const auto kept = detail::list_checkpoints(options_.checkpoint_dir);
+    for (const auto& [batches, path] : detail::list_feedback(options_.checkpoint_dir, comm_.rank()))
+      if (std::none_of(kept.begin(), kept.end(), [b = batches](const auto& k) { return k.first == b; }))
+        std::filesystem::remove(path);
   }
 
   //! Loads the newest valid checkpoint (every slot reads the same file) and returns the batches it
@@ -361,7 +363,7 @@ class data_parallel_trainer {
     std::istringstream in(std::string(reinterpret_cast<const char*>(opt.data()), opt.size()));
     optimizer_.load(in);
     if constexpr (has_feedback) {
-      const auto path = feedback_path(batches);
+      const auto path = residuals_path(batches);
       if (!std::filesystem::exists(path))
         throw invalid_argument("checkpoint " + choice->path.string() + " needs this rank's error-feedback residuals, " +
                                path.string() + ", which is missing (a run with a feedback codec cannot resume exactly without it)");
@@ -369,7 +371,7 @@ class data_parallel_trainer {
       std::map<std::string, std::vector<float>> state;
       for (const auto& name : f.names()) {
         const auto bytes = f.section(name);
-        auto& v = state[name.substr(9)];  // "residual/"
+        auto& v = state[name.substr(residual_section.size())];
         v.resize(bytes.size() / sizeof(float));
         std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
       }
