@@ -1,6 +1,7 @@
 //! The collective traits table the one checked call reads, and the pieces it drives.
 #include <doctest/doctest.h>
 
+#include <string>
 #include <vector>
 
 #include <tutti/tutti.hpp>
@@ -21,32 +22,35 @@ static_assert(!detail::implements<collective::allgather, algorithm::tree, ctx>);
 TEST_CASE("one row drives the descriptor: reduce_scatter carries recv's count, alltoall a block") {
   std::vector<float> in(12), out(4);
   detail::call_arguments a{const_tensor_view(std::span(in)), tensor_view(std::span(out)), op::max, -1};
-  auto d = detail::describe(traits_of(collective::reduce_scatter), a, 3);
+  auto d = detail::describe<collective::reduce_scatter>(a, 3);
   CHECK(d.count == 4);
   CHECK(d.reduction == static_cast<std::uint8_t>(op::max));
   CHECK(d.root == -1);
-  d = detail::describe(traits_of(collective::alltoall), a, 3);
+  d = detail::describe<collective::alltoall>(a, 3);
   CHECK(d.count == 4);
   CHECK(d.reduction == static_cast<std::uint8_t>(op::sum));  // not a reducing collective
-  d = detail::describe(traits_of(collective::barrier), {}, 3);
+  d = detail::describe<collective::barrier>({}, 3);
   CHECK(d.count == 0);
   CHECK(d.type == static_cast<std::uint8_t>(dtype::u8));
 }
 
 TEST_CASE("the count rules and in-place layouts of the table, worded in the caller's units") {
   std::vector<float> big(12), small(4);
-  const auto& rs = traits_of(collective::reduce_scatter);
+  constexpr auto rs = collective::reduce_scatter;
   detail::call_arguments a{const_tensor_view(std::span(small)), tensor_view(std::span(small)), op::sum, -1};
-  auto d = detail::describe(rs, a, 3);
-  CHECK(detail::check_shape(rs, d, a, 0, 3) == "send has 4 elements but must have world_size (3) x recv count (4)");
+  auto d = detail::describe<rs>(a, 3);
+  CHECK(detail::check_shape<rs>(d, a, 0, 3) == "send has 4 elements but must have world_size (3) x recv count (4)");
   // reduce_scatter in place: out is this rank's block of in; any other overlap is refused.
   a = {const_tensor_view(std::span(big)), tensor_view(big.data() + 4, 4, dtype::f32), op::sum, -1};
-  CHECK(detail::check_aliasing(rs, a, 1).empty());
-  CHECK(detail::check_aliasing(rs, a, 2) == "send and recv buffers overlap without being the in-place layout");
+  std::string bad;
+  detail::check_aliasing<rs>(a, 1, bad);
+  CHECK(bad.empty());
+  detail::check_aliasing<rs>(a, 2, bad);
+  CHECK(bad == "send and recv buffers overlap without being the in-place layout");
   // broadcast reads in on root only: elsewhere its count is not compared.
-  const auto& bc = traits_of(collective::broadcast);
+  constexpr auto bc = collective::broadcast;
   a = {const_tensor_view(std::span(big)), tensor_view(std::span(small)), op::sum, 0};
-  d = detail::describe(bc, a, 3);
-  CHECK(detail::check_shape(bc, d, a, 1, 3).empty());
-  CHECK(detail::check_shape(bc, d, a, 0, 3) == "root's send has 12 elements but recv has 4");
+  d = detail::describe<bc>(a, 3);
+  CHECK(detail::check_shape<bc>(d, a, 1, 3).empty());
+  CHECK(detail::check_shape<bc>(d, a, 0, 3) == "root's send has 12 elements but recv has 4");
 }

@@ -29,8 +29,6 @@ struct call_arguments {
 //! root only, and elsewhere out stands in for in, or out is ignored.
 struct used_buffers {
   bool in = true, out = true;
-  used_buffers(const collective_traits& row, const call_arguments& a, int rank) noexcept
-      : in(!row.in_on_root_only || a.root == rank), out(!row.out_on_root_only || a.root == rank) {}
   [[nodiscard]] const_tensor_view send(const call_arguments& a) const noexcept {
     return in ? a.in : const_tensor_view(a.out);
   }
@@ -38,19 +36,27 @@ struct used_buffers {
     return out ? a.out : tensor_view(nullptr, 0, a.in.type);
   }
 };
+template <collective C>
+[[nodiscard]] constexpr used_buffers used_by(const call_arguments& a, int rank) noexcept {
+  constexpr const collective_traits& row = traits_of(C);
+  return {!row.in_on_root_only || a.root == rank, !row.out_on_root_only || a.root == rank};
+}
 
 //! The descriptor ranks compare, without its sequence number and codec (the communicator's).
-inline collective_descriptor describe(const collective_traits& row, const call_arguments& a, int world) {
+//! Everything here is templated on the collective so that its row folds away: the checked call
+//! costs what the seven hand-written bodies did.
+template <collective C>
+collective_descriptor describe(const call_arguments& a, int world) {
+  constexpr const collective_traits& row = traits_of(C);
   collective_descriptor d;
-  d.kind = static_cast<std::uint8_t>(row.kind);
-  d.type = static_cast<std::uint8_t>(!row.buffers ? dtype::u8 : row.type_of_out ? a.out.type : a.in.type);
+  d.kind = static_cast<std::uint8_t>(C);
+  if constexpr (!row.buffers) d.type = static_cast<std::uint8_t>(dtype::u8);
+  else d.type = static_cast<std::uint8_t>(row.type_of_out ? a.out.type : a.in.type);
   d.reduction = static_cast<std::uint8_t>(row.reducing ? a.reduction : op::sum);
-  switch (row.described) {
-    case described_count::none: d.count = 0; break;
-    case described_count::in: d.count = a.in.count; break;
-    case described_count::out: d.count = a.out.count; break;
-    case described_count::in_per_rank: d.count = a.in.count / static_cast<std::size_t>(world); break;
-  }
+  if constexpr (row.described == described_count::in) d.count = a.in.count;
+  else if constexpr (row.described == described_count::out) d.count = a.out.count;
+  else if constexpr (row.described == described_count::in_per_rank) d.count = a.in.count / static_cast<std::size_t>(world);
+  else d.count = 0;
   d.root = row.rooted ? a.root : -1;
   return d;
 }
@@ -70,47 +76,46 @@ inline std::string check_common(const collective_descriptor& d, const_tensor_vie
   return {};
 }
 
-//! The row's count relation between send and recv.
-inline std::string check_counts(const collective_traits& row, const call_arguments& a, used_buffers used, int world) {
+//! The row's count relation between send and recv: writes the refusal into `bad` when broken.
+//! (Out-parameters here, not returned strings: a call with good arguments builds no string.)
+template <collective C>
+void check_counts(const call_arguments& a, used_buffers used, int world, std::string& bad) {
+  constexpr const collective_traits& row = traits_of(C);
   const std::size_t n = static_cast<std::size_t>(world);
   const auto& in = a.in;
   const auto& out = a.out;
-  const auto same = [&]() -> std::string {
-    if (!used.in || !used.out || in.count == out.count) return {};
-    return std::string(row.in_on_root_only ? "root's " : "") + "send has " + std::to_string(in.count) +
-           " elements but " + (row.out_on_root_only ? "root's " : "") + "recv has " + std::to_string(out.count);
-  };
-  switch (row.counts) {
-    case count_rule::none: return {};
-    case count_rule::same: return same();
-    case count_rule::in_is_out_times_n:
-      if (out.count > SIZE_MAX / n || in.count != out.count * n)
-        return "send has " + std::to_string(in.count) + " elements but must have world_size (" + std::to_string(n) +
-               ") x recv count (" + std::to_string(out.count) + ")";
-      return {};
-    case count_rule::out_is_in_times_n:
-      if (in.count > SIZE_MAX / n || out.count != in.count * n)
-        return "recv has " + std::to_string(out.count) + " elements but must have world_size (" + std::to_string(n) +
-               ") x send count (" + std::to_string(in.count) + ")";
-      return {};
-    case count_rule::same_blocks_of_n:
-      if (in.count % n != 0)
-        return "send has " + std::to_string(in.count) + " elements, not a multiple of world_size (" +
-               std::to_string(n) + ")";
-      return same();
+  if constexpr (row.counts == count_rule::in_is_out_times_n) {
+    if (out.count > SIZE_MAX / n || in.count != out.count * n)
+      bad = "send has " + std::to_string(in.count) + " elements but must have world_size (" + std::to_string(n) +
+            ") x recv count (" + std::to_string(out.count) + ")";
+  } else if constexpr (row.counts == count_rule::out_is_in_times_n) {
+    if (in.count > SIZE_MAX / n || out.count != in.count * n)
+      bad = "recv has " + std::to_string(out.count) + " elements but must have world_size (" + std::to_string(n) +
+            ") x send count (" + std::to_string(in.count) + ")";
+  } else if constexpr (row.counts == count_rule::same || row.counts == count_rule::same_blocks_of_n) {
+    if (row.counts == count_rule::same_blocks_of_n && in.count % n != 0)
+      bad = "send has " + std::to_string(in.count) + " elements, not a multiple of world_size (" + std::to_string(n) +
+            ")";
+    else if (used.in && used.out && in.count != out.count)
+      bad = std::string(row.in_on_root_only ? "root's " : "") + "send has " + std::to_string(in.count) +
+            " elements but " + (row.out_on_root_only ? "root's " : "") + "recv has " + std::to_string(out.count);
   }
-  return {};
 }
 
 //! dtype, op, buffers, root and counts: all but the codec's and the aliasing rule (checked after).
-inline std::string check_shape(const collective_traits& row, const collective_descriptor& d, const call_arguments& a,
-                               int rank, int world) {
-  if (!row.buffers) return {};
-  const used_buffers used(row, a, rank);
-  std::string bad = check_common(d, used.send(a), used.recv(a), world);
-  if (bad.empty() && row.rooted && (a.root < 0 || a.root >= world))
-    bad = "root " + std::to_string(a.root) + " is outside [0, " + std::to_string(world) + ")";
-  if (bad.empty()) bad = check_counts(row, a, used, world);
+template <collective C>
+std::string check_shape(const collective_descriptor& d, const call_arguments& a, int rank, int world) {
+  constexpr const collective_traits& row = traits_of(C);
+  std::string bad;
+  if constexpr (row.buffers) {
+    const auto used = used_by<C>(a, rank);
+    bad = check_common(d, used.send(a), used.recv(a), world);
+    if constexpr (row.rooted) {
+      if (bad.empty() && (a.root < 0 || a.root >= world))
+        bad = "root " + std::to_string(a.root) + " is outside [0, " + std::to_string(world) + ")";
+    }
+    if (bad.empty()) check_counts<C>(a, used, world, bad);
+  }
   return bad;
 }
 
@@ -119,22 +124,24 @@ inline bool overlaps(const void* a, std::size_t an, const void* b, std::size_t b
   return an && bn && pa < pb + bn && pb < pa + an;
 }
 
-//! Out-of-place buffers must not overlap; the row's one in-place layout is allowed.
-inline std::string check_aliasing(const collective_traits& row, const call_arguments& a, int rank) {
-  const used_buffers used(row, a, rank);
-  if (!row.buffers || !used.in || !used.out) return {};
-  const auto& in = a.in;
-  const auto& out = a.out;
-  const auto r = static_cast<std::size_t>(rank);
-  bool sanctioned = false;
-  switch (row.in_place) {
-    case in_place_rule::none: sanctioned = true; break;
-    case in_place_rule::same_buffer: sanctioned = in.data == out.data; break;
-    case in_place_rule::out_is_rank_block: sanctioned = out.data == in.bytes_ptr() + r * out.bytes(); break;
-    case in_place_rule::in_is_rank_block: sanctioned = in.data == out.bytes_ptr() + r * in.bytes(); break;
+//! Out-of-place buffers must not overlap; the row's one in-place layout is allowed. Writes the
+//! refusal into `bad` when they do.
+template <collective C>
+void check_aliasing(const call_arguments& a, int rank, std::string& bad) {
+  constexpr const collective_traits& row = traits_of(C);
+  if constexpr (row.buffers) {
+    const auto used = used_by<C>(a, rank);
+    if (!used.in || !used.out) return;
+    const auto& in = a.in;
+    const auto& out = a.out;
+    const auto r = static_cast<std::size_t>(rank);
+    bool sanctioned = true;
+    if constexpr (row.in_place == in_place_rule::same_buffer) sanctioned = in.data == out.data;
+    else if constexpr (row.in_place == in_place_rule::out_is_rank_block) sanctioned = out.data == in.bytes_ptr() + r * out.bytes();
+    else if constexpr (row.in_place == in_place_rule::in_is_rank_block) sanctioned = in.data == out.bytes_ptr() + r * in.bytes();
+    if (!sanctioned && overlaps(in.data, in.bytes(), out.data, out.bytes()))
+      bad = "send and recv buffers overlap without being the in-place layout";
   }
-  if (sanctioned || !overlaps(in.data, in.bytes(), out.data, out.bytes())) return {};
-  return "send and recv buffers overlap without being the in-place layout";
 }
 
 //! allreduce_async's own checks before anything is queued, except the codec's and aliasing

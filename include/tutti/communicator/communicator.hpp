@@ -6,6 +6,7 @@
 //! one compile-time sentence (collective_refusal.hpp). The public collectives are thin overloads.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <ranges>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -285,7 +287,7 @@ class communicator {
     if constexpr (!codec_type::lossless) {
       if (bad.empty()) bad = lossy_refusal<codec_type>(in.type, o);
     }
-    if (bad.empty()) bad = detail::check_aliasing(traits_of(collective::allreduce), {in, out, o}, rank());
+    if (bad.empty()) detail::check_aliasing<collective::allreduce>({in, out, o}, rank(), bad);
     if (!bad.empty()) throw invalid_argument(on_rank(rank()) + "allreduce_async '" + name + "': " + bad);
   }
 
@@ -299,12 +301,12 @@ class communicator {
     static_assert(sizeof(detail::check_implements<C, algorithm_type, context_type>) > 0);  // its own assert speaks
     constexpr const collective_traits& row = traits_of(C);
     if constexpr (row.encoded) static_assert(sizeof(detail::check_codec_carried<algorithm_type, codec_type>) > 0);
-    const auto d = describe(row, a);
-    std::string bad = detail::check_shape(row, d, a, rank(), size());
+    const auto d = describe<C>(a);
+    std::string bad = detail::check_shape<C>(d, a, rank(), size());
     if constexpr (row.encoded && !codec_type::lossless) {
       if (bad.empty()) bad = lossy_refusal<codec_type>(a.in.type, a.reduction);
     }
-    if (bad.empty()) bad = detail::check_aliasing(row, a, rank());
+    if (bad.empty()) detail::check_aliasing<C>(a, rank(), bad);
     float* residual = nullptr;
     if (bad.empty() && feedback) {
       if (!feedback->residual().empty() && feedback->residual().size() != a.in.count)
@@ -313,7 +315,7 @@ class communicator {
       else
         residual = feedback->residual_for(a.in.count, where(d));
     }
-    const detail::used_buffers used(row, a, rank());
+    const auto used = detail::used_by<C>(a, rank());
     run(d, bad, [&](context_type& c) {
       if constexpr (row.encoded) c.set_residual(residual);
       if constexpr (detail::implements<C, algorithm_type, context_type>)
@@ -322,16 +324,34 @@ class communicator {
     });
   }
 
-  collective_descriptor describe(const collective_traits& row, const detail::call_arguments& a) {
-    auto d = detail::describe(row, a, size());
+  template <collective C>
+  collective_descriptor describe(const detail::call_arguments& a) {
+    auto d = detail::describe<C>(a, size());
     d.sequence = on_engine_thread() ? (tags::fused_sequence_bit | ++engine_sequence_) : ++sequence_;
-    static const std::string codec_name = [] {  // with its parameter when it has one: topk at 1 % is "topk10"
-      std::string name(codec_type::name);
-      if constexpr (requires { codec_type::parameter; }) name += std::to_string(codec_type::parameter);
-      return name;
-    }();
-    std::memcpy(d.codec, codec_name.data(), std::min(codec_name.size(), sizeof d.codec));
+    static constexpr auto tag = codec_tag();
+    std::memcpy(d.codec, tag.data(), sizeof d.codec);
     return d;
+  }
+
+  //! The codec's name, with its parameter when it has one (topk at 1 % is "topk10"), cut to the
+  //! descriptor's 8 bytes and NUL-padded: made once, at compile time.
+  static constexpr std::array<char, sizeof(collective_descriptor::codec)> codec_tag() {
+    std::array<char, sizeof(collective_descriptor::codec)> tag{};
+    std::size_t n = 0;
+    const auto put = [&](char ch) {
+      if (n < tag.size()) tag[n++] = ch;
+    };
+    for (char ch : std::string_view(codec_type::name)) put(ch);
+    if constexpr (requires { codec_type::parameter; }) {
+      const auto p = static_cast<long long>(codec_type::parameter);  // as std::to_string writes it
+      if (p < 0) put('-');
+      char digits[24]{};
+      std::size_t k = 0;
+      auto v = p < 0 ? 0ULL - static_cast<unsigned long long>(p) : static_cast<unsigned long long>(p);
+      do digits[k++] = static_cast<char>('0' + v % 10); while ((v /= 10) != 0);
+      while (k) put(digits[--k]);
+    }
+    return tag;
   }
 
   [[nodiscard]] std::string where(const collective_descriptor& d) const { return call_prefix(rank(), d); }
@@ -378,9 +398,12 @@ class communicator {
       }
       throw invalid_argument(where(d) + bad);
     }
-    const detail::collective_log logged(rank(), d, algorithm_type::name);
+    // debug: one line per collective, with its duration; trace: its start too.
+    const bool timed = log_enabled(log_level::debug);
+    if (log_enabled(log_level::trace)) detail::log_start(rank(), d, algorithm_type::name);
+    const auto started = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     guarded(d, "", [&] { body(c); });
-    logged.done();
+    if (timed) detail::log_took(rank(), d, algorithm_type::name, started);
   }
 
   //! A failure in the middle of a collective leaves buffers partly written and operations posted:
