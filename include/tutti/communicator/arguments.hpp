@@ -1,8 +1,8 @@
 //! @file arguments.hpp  A collective's arguments, and this rank's own verdict on them (before any peer).
 //!
 //! CUTLASS's can_implement() apart from run(): everything here reads the collective's row
-//! (core/collective_traits.hpp) and the arguments, and returns the reason they are refused ("" when
-//! fine), worded in the caller's units. The ranks then compare verdicts (agreement.hpp).
+//! (core/collective_traits.hpp) and the arguments, and gives the reason they are refused (empty
+//! when fine), worded in the caller's units. The ranks then compare verdicts (agreement.hpp).
 #pragma once
 #include <algorithm>
 #include <cstddef>
