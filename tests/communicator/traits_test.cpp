@@ -54,3 +54,11 @@ TEST_CASE("the count rules and in-place layouts of the table, worded in the call
   CHECK(detail::check_shape<bc>(d, a, 1, 3).empty());
   CHECK(detail::check_shape<bc>(d, a, 0, 3) == "root's send has 12 elements but recv has 4");
 }
+
+TEST_CASE("the codec's tag in the descriptor: its name and parameter, as std::to_string writes it, cut to 8 bytes") {
+  const auto topk = detail::codec_tag<codec::topk_of<10>>();
+  CHECK(std::string(topk.data(), 6) == "topk10");
+  CHECK(topk[6] == '\0');
+  const auto none = detail::codec_tag<codec::none>();
+  CHECK(std::string(none.data()) == std::string(codec::none::name));
+}

@@ -5,9 +5,11 @@
 //! when fine), worded in the caller's units. The ranks then compare verdicts (agreement.hpp).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "tutti/core/collective.hpp"
 #include "tutti/core/collective_traits.hpp"
@@ -59,6 +61,28 @@ collective_descriptor describe(const call_arguments& a, int world) {
   else d.count = 0;
   d.root = row.rooted ? a.root : -1;
   return d;
+}
+
+//! The codec's name, with its parameter when it has one (topk at 1 % is "topk10"), cut to the
+//! descriptor's 8 bytes and NUL-padded: made once, at compile time.
+template <class Codec>
+constexpr std::array<char, sizeof(collective_descriptor::codec)> codec_tag() {
+  std::array<char, sizeof(collective_descriptor::codec)> tag{};
+  std::size_t n = 0;
+  const auto put = [&](char ch) {
+    if (n < tag.size()) tag[n++] = ch;
+  };
+  for (char ch : std::string_view(Codec::name)) put(ch);
+  if constexpr (requires { Codec::parameter; }) {
+    const auto p = static_cast<long long>(Codec::parameter);  // as std::to_string writes it
+    if (p < 0) put('-');
+    char digits[24]{};
+    std::size_t k = 0;
+    auto v = p < 0 ? 0ULL - static_cast<unsigned long long>(p) : static_cast<unsigned long long>(p);
+    do digits[k++] = static_cast<char>('0' + v % 10); while ((v /= 10) != 0);
+    while (k) put(digits[--k]);
+  }
+  return tag;
 }
 
 //! What every collective with buffers checks first: valid dtype and op, matching dtypes, a byte

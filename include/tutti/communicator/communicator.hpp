@@ -6,7 +6,6 @@
 //! one compile-time sentence (collective_refusal.hpp). The public collectives are thin overloads.
 #pragma once
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +15,6 @@
 #include <ranges>
 #include <span>
 #include <string>
-#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -328,30 +326,9 @@ class communicator {
   collective_descriptor describe(const detail::call_arguments& a) {
     auto d = detail::describe<C>(a, size());
     d.sequence = on_engine_thread() ? (tags::fused_sequence_bit | ++engine_sequence_) : ++sequence_;
-    static constexpr auto tag = codec_tag();
+    static constexpr auto tag = detail::codec_tag<codec_type>();
     std::memcpy(d.codec, tag.data(), sizeof d.codec);
     return d;
-  }
-
-  //! The codec's name, with its parameter when it has one (topk at 1 % is "topk10"), cut to the
-  //! descriptor's 8 bytes and NUL-padded: made once, at compile time.
-  static constexpr std::array<char, sizeof(collective_descriptor::codec)> codec_tag() {
-    std::array<char, sizeof(collective_descriptor::codec)> tag{};
-    std::size_t n = 0;
-    const auto put = [&](char ch) {
-      if (n < tag.size()) tag[n++] = ch;
-    };
-    for (char ch : std::string_view(codec_type::name)) put(ch);
-    if constexpr (requires { codec_type::parameter; }) {
-      const auto p = static_cast<long long>(codec_type::parameter);  // as std::to_string writes it
-      if (p < 0) put('-');
-      char digits[24]{};
-      std::size_t k = 0;
-      auto v = p < 0 ? 0ULL - static_cast<unsigned long long>(p) : static_cast<unsigned long long>(p);
-      do digits[k++] = static_cast<char>('0' + v % 10); while ((v /= 10) != 0);
-      while (k) put(digits[--k]);
-    }
-    return tag;
   }
 
   [[nodiscard]] std::string where(const collective_descriptor& d) const { return call_prefix(rank(), d); }
