@@ -7,7 +7,8 @@
 //! on; messages of one collective match in posting order per pair of ranks), wait (with the
 //! collective's deadline), scratch(bytes) (reused memory), and tutti::reduce / tutti::finish_avg
 //! for the arithmetic, which is type-erased and vectorised. Collectives left out (reduce_scatter,
-//! allgather, ...) are compile-time errors at the call site that name them.
+//! allgather, ...) are compile-time errors at the call site that name them. The last line lists
+//! star among the algorithms those errors offer (tutti/core/listed.hpp): nothing in tutti changes.
 #pragma once
 #include <tutti/tutti.hpp>
 
@@ -74,3 +75,7 @@ struct star {
 static_assert(tutti::algorithm_policy<star>, "star must satisfy tutti::algorithm_policy");
 
 }  // namespace my_project
+
+// Offered by the communicator's compile-time refusals wherever star has the collective called
+// ("built algorithms that have it: ring, ..., star"); at namespace scope, outside any namespace.
+TUTTI_LIST_ALGORITHM(my_project::star);

@@ -15,6 +15,7 @@
 #include "tutti/algorithm/direct.hpp"
 #include "tutti/algorithm/hierarchical.hpp"
 #include "tutti/algorithm/ring.hpp"
+#include "tutti/core/listed.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
 #include "tutti/transport/group.hpp"
@@ -110,3 +111,6 @@ struct automatic {
 };
 
 }  // namespace tutti::algorithm
+
+// Named in the communicator's refusals where it has the collective (core/listed.hpp).
+TUTTI_LIST_ALGORITHM_AT(6, "", tutti::algorithm::automatic);

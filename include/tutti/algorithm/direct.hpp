@@ -24,6 +24,7 @@
 #include "tutti/algorithm/split.hpp"
 #include "tutti/core/collective.hpp"
 #include "tutti/core/dtype.hpp"
+#include "tutti/core/listed.hpp"
 #include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/core/reduce.hpp"
@@ -311,3 +312,6 @@ struct direct {
 };
 
 }  // namespace tutti::algorithm
+
+// Named in the communicator's refusals where it has the collective (core/listed.hpp).
+TUTTI_LIST_ALGORITHM_AT(2, "", tutti::algorithm::direct);

@@ -47,6 +47,7 @@
 #include "tutti/algorithm/helpers.hpp"
 #include "tutti/algorithm/split.hpp"
 #include "tutti/core/dtype.hpp"
+#include "tutti/core/listed.hpp"
 #include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/core/reduce.hpp"
@@ -418,3 +419,6 @@ struct halving_doubling {
 };
 
 }  // namespace tutti::algorithm
+
+// Named in the communicator's refusals where it has the collective (core/listed.hpp).
+TUTTI_LIST_ALGORITHM_AT(4, "", tutti::algorithm::halving_doubling);

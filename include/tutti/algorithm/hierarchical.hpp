@@ -50,6 +50,7 @@
 #include "tutti/bootstrap/node.hpp"
 #include "tutti/core/dtype.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/listed.hpp"
 #include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/core/reduce.hpp"
@@ -298,3 +299,7 @@ struct hierarchical {
 };
 
 }  // namespace tutti::algorithm
+
+// Named in the communicator's refusals where it has the collective (core/listed.hpp).
+TUTTI_LIST_ALGORITHM_AT(5, "hierarchical<I, X> (when both have it)",
+                        tutti::algorithm::hierarchical<tutti::any_algorithm, tutti::any_algorithm>);

@@ -16,6 +16,7 @@
 #include "tutti/algorithm/helpers.hpp"
 #include "tutti/algorithm/split.hpp"
 #include "tutti/core/dtype.hpp"
+#include "tutti/core/listed.hpp"
 #include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/core/reduce.hpp"
@@ -234,3 +235,6 @@ struct ring {
 };
 
 }  // namespace tutti::algorithm
+
+// Named in the communicator's refusals where it has the collective (core/listed.hpp).
+TUTTI_LIST_ALGORITHM_AT(1, "", tutti::algorithm::ring);

@@ -40,6 +40,7 @@
 #include "tutti/algorithm/context.hpp"
 #include "tutti/algorithm/helpers.hpp"
 #include "tutti/core/dtype.hpp"
+#include "tutti/core/listed.hpp"
 #include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/core/reduce.hpp"
@@ -326,3 +327,6 @@ struct tree {
 };
 
 }  // namespace tutti::algorithm
+
+// Named in the communicator's refusals where it has the collective (core/listed.hpp).
+TUTTI_LIST_ALGORITHM_AT(3, "", tutti::algorithm::tree);
