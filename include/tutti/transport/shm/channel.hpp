@@ -16,6 +16,7 @@
 
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/transport/detail/op_queue.hpp"
 #include "tutti/transport/detail/operation.hpp"
 #include "tutti/transport/op_pool.hpp"
@@ -162,7 +163,7 @@ class channel {
   }
 
   [[nodiscard]] std::string describe(const op_state& op) const {
-    return "rank " + job_.label(job_.rank) + ": " + detail::op_text(op, job_.label(op.peer));
+    return on_rank(job_.job_rank(job_.rank)) + detail::op_text(op, job_.label(op.peer));
   }
 
   //! Copies queued sends to `peer` into its ring for us, fragment by fragment, while slots are free.
@@ -203,7 +204,7 @@ class channel {
         auto* h = job_.slot(base, peer, expected);
         if (h->seq.load(std::memory_order_acquire) != expected + 1) return;  // nothing new yet
         if (!op->started && (!h->first || h->tag != op->tag || h->message_bytes != op->bytes)) {
-          job_.broken = "rank " + job_.label(job_.rank) + ": receive from rank " + job_.label(peer) + " expected " +
+          job_.broken = on_rank(job_.job_rank(job_.rank)) + "receive from rank " + job_.label(peer) + " expected " +
                         std::to_string(op->bytes) + " bytes with tag " + std::to_string(op->tag) + " but rank " +
                         job_.label(peer) + " sent " + std::to_string(h->message_bytes) + " bytes with tag " +
                         std::to_string(h->tag) + " (receives must be posted in the order sent)";

@@ -19,6 +19,7 @@
 #include "tutti/bootstrap/job_name.hpp"
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/transport/shm/layout.hpp"
 #include "tutti/transport/shm/liveness.hpp"
 #include "tutti/transport/shm/segment.hpp"
@@ -45,10 +46,13 @@ struct mapped_job {
         peers(static_cast<std::size_t>(world_)) {}
 
   //! How messages name rank r (the job's number once shm::name_ranks() was called).
-  [[nodiscard]] std::string label(int r) const {
+  //! The job's rank number of this transport's rank r (they differ when the transport serves one
+  //! node of a larger job and name_ranks() told it the job's numbers): what messages name.
+  [[nodiscard]] int job_rank(int r) const {
     const bool named = r >= 0 && static_cast<std::size_t>(r) < names.size();
-    return std::to_string(named ? names[static_cast<std::size_t>(r)] : r);
+    return named ? names[static_cast<std::size_t>(r)] : r;
   }
+  [[nodiscard]] std::string label(int r) const { return std::to_string(job_rank(r)); }
 
   [[nodiscard]] segment_header* header(int r) const noexcept {
     return bases.empty() || !bases[static_cast<std::size_t>(r)]
@@ -71,10 +75,10 @@ struct mapped_job {
 //! breaks job_name's alphabet or a segment name's length.
 inline void check_job_id(const mapped_job& job, const std::string& id) {
   if (id.empty())
-    throw invalid_argument("rank " + job.label(job.rank) +
+    throw invalid_argument(rank_text(job.job_rank(job.rank)) +
                            ": transport::shm needs a job id (TUTTI_JOB_ID, set by tutti-run) to name its segments");
   if (!job_name::valid(id, job_name::max_segment_job_length))
-    throw invalid_argument("rank " + job.label(job.rank) + ": job id '" + id +
+    throw invalid_argument(on_rank(job.job_rank(job.rank)) + "job id '" + id +
                            "' may only hold letters, digits, '-' and '_', at most " +
                            std::to_string(job_name::max_segment_job_length) +
                            " of them (it names the segments /dev/shm/tutti-<job id>.<rank>)");
@@ -115,7 +119,7 @@ inline void join(mapped_job& job, liveness& live, const std::string& job_id, std
         break;
       seg = segment{};
       if (until.passed())
-        throw tutti::timeout("rank " + job.label(rank) + ": transport::shm: rank " + job.label(p) +
+        throw tutti::timeout(on_rank(job.job_rank(rank)) + "transport::shm: rank " + job.label(p) +
                              " did not create its segment /dev/shm" + name +
                              " before the deadline (is it running, with the same TUTTI_JOB_ID and world size?)");
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -124,7 +128,7 @@ inline void join(mapped_job& job, liveness& live, const std::string& job_id, std
     if (ph->world_size != static_cast<std::uint32_t>(world) || ph->slots != geometry.slots ||
         ph->slot_bytes != geometry.slot_bytes || ph->stage_bytes != geometry.stage_bytes ||
         ph->pool_bytes != geometry.pool_bytes || seg.size() < geometry.total_bytes())
-      throw invalid_argument("rank " + job.label(rank) + ": transport::shm: rank " + job.label(p) +
+      throw invalid_argument(on_rank(job.job_rank(rank)) + "transport::shm: rank " + job.label(p) +
                              " has world_size " + std::to_string(ph->world_size) + ", " + std::to_string(ph->slots) +
                              " slots of " + std::to_string(ph->slot_bytes) + " bytes; this rank has " +
                              std::to_string(world) + ", " + std::to_string(geometry.slots) + " of " +
@@ -145,10 +149,10 @@ inline void join(mapped_job& job, liveness& live, const std::string& job_id, std
     for (int p = 0; p < world; ++p)
       // gone first: its flag is raised after mapped_all, so seeing it means seeing mapped_all
       if (p != rank && live.gone(p, job.header(p)) && !job.header(p)->mapped_all.load(std::memory_order_acquire))
-        throw peer_lost(p, "rank " + job.label(rank) + ": transport::shm: rank " + job.label(p) +
+        throw peer_lost(p, on_rank(job.job_rank(rank)) + "transport::shm: rank " + job.label(p) +
                                " died while the job was starting");
     if (until.passed())
-      throw tutti::timeout("rank " + job.label(rank) + ": transport::shm: only " +
+      throw tutti::timeout(on_rank(job.job_rank(rank)) + "transport::shm: only " +
                            std::to_string(h->attached.load()) + " of " + std::to_string(world - 1) +
                            " peers attached before the deadline");
     b.pause();

@@ -21,6 +21,7 @@
 #include "tutti/bootstrap/rank_info.hpp"
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
 #include "tutti/transport/op_pool.hpp"
@@ -79,7 +80,7 @@ class shm {
   //! numbers the node's ranks by local index, and its errors reach users who know only job ranks.
   void name_ranks(std::vector<int> job_ranks) {
     if (job_ranks.size() != static_cast<std::size_t>(job_.world))
-      throw invalid_argument("rank " + job_.label(job_.rank) + ": transport::shm::name_ranks: " +
+      throw invalid_argument(on_rank(job_.job_rank(job_.rank)) + "transport::shm::name_ranks: " +
                              std::to_string(job_ranks.size()) + " names for " + std::to_string(job_.world) + " ranks");
     job_.names = std::move(job_ranks);
   }
@@ -103,7 +104,7 @@ class shm {
   //! of its operations, so nothing can write into them afterwards.
   void abort() noexcept {
     shm_detail::liveness::leave(job_.header(job_.rank));
-    if (job_.broken.empty()) job_.broken = "rank " + job_.label(job_.rank) + ": transport::shm was aborted";
+    if (job_.broken.empty()) job_.broken = on_rank(job_.job_rank(job_.rank)) + "transport::shm was aborted";
     channel_.fail_all();
   }
 

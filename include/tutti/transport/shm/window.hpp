@@ -17,6 +17,7 @@
 
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/transport/shm/layout.hpp"
 #include "tutti/transport/shm/liveness.hpp"
 #include "tutti/transport/shm/pool.hpp"
@@ -55,7 +56,7 @@ class window {
     try {
       offset = pool_.allocate(bytes);
     } catch (const invalid_argument& e) {
-      throw invalid_argument("rank " + job_.label(job_.rank) + ": " + e.what());
+      throw invalid_argument(on_rank(job_.job_rank(job_.rank)) + e.what());
     }
     std::byte* p = pool(job_.rank) + offset;
     if (pool_.debug()) protect(p, pool_.block_size(offset), PROT_READ | PROT_WRITE, "allocate");
@@ -69,7 +70,7 @@ class window {
     const auto where = [&] {
       char text[40];
       std::snprintf(text, sizeof text, "%p", p);
-      return "rank " + job_.label(job_.rank) + ": transport::shm::deallocate(" + text + "): ";
+      return on_rank(job_.job_rank(job_.rank)) + "transport::shm::deallocate(" + text + "): ";
     };
     if (b < mine || b >= mine + job_.geometry.pool_bytes)
       throw invalid_argument(where() + "this pointer is not in this rank's registered pool (it was not returned by "
@@ -121,12 +122,12 @@ class window {
     while (f->value[slot].load(std::memory_order_acquire) < value) {
       if (b.check_clock()) {
         if (live_.gone(r, job_.header(r)) && f->value[slot].load(std::memory_order_acquire) < value) {
-          job_.broken = "rank " + job_.label(job_.rank) + ": waiting for rank " + job_.label(r) +
+          job_.broken = on_rank(job_.job_rank(job_.rank)) + "waiting for rank " + job_.label(r) +
                         " in a one-sided step: rank " + job_.label(r) + " is gone (peer lost)";
           throw peer_lost(r, job_.broken);
         }
         if (until.passed()) {
-          job_.broken = "rank " + job_.label(job_.rank) + ": waiting for rank " + job_.label(r) +
+          job_.broken = on_rank(job_.job_rank(job_.rank)) + "waiting for rank " + job_.label(r) +
                         " in a one-sided step did not complete before the deadline (TUTTI_TIMEOUT)";
           throw tutti::timeout(job_.broken);
         }
@@ -141,7 +142,7 @@ class window {
   //! Debug pool: page protection of a block of this rank's pool (whole pages in that mode).
   void protect(std::byte* p, std::size_t bytes, int prot, const char* during) const {
     if (::mprotect(p, bytes, prot) != 0)
-      throw transport_error("rank " + job_.label(job_.rank) + ": TUTTI_DEBUG_POOL: mprotect during " + during +
+      throw transport_error(on_rank(job_.job_rank(job_.rank)) + "TUTTI_DEBUG_POOL: mprotect during " + during +
                             " failed: " + std::strerror(errno));
   }
 
