@@ -87,7 +87,9 @@ constexpr std::array<char, sizeof(collective_descriptor::codec)> codec_tag() {
 
 //! What every collective with buffers checks first: valid dtype and op, matching dtypes, a byte
 //! count that fits, no null buffer with elements.
-inline std::string check_common(const collective_descriptor& d, const_tensor_view in, tensor_view out, int world) {
+// always_inline: on the hot path these ran inline inside the collective before the split, and a
+// call to them out of line measured ~5 % of an 8-byte direct allreduce over shm (perf, 2026-11-26).
+[[gnu::always_inline]] inline std::string check_common(const collective_descriptor& d, const_tensor_view in, tensor_view out, int world) {
   const auto t = static_cast<dtype>(d.type);
   if (!is_valid(t)) return "dtype value " + std::to_string(d.type) + " is not a tutti::dtype";
   if (!is_valid(static_cast<op>(d.reduction))) return "op value " + std::to_string(d.reduction) + " is not a tutti::op";
@@ -128,7 +130,7 @@ void check_counts(const call_arguments& a, used_buffers used, int world, std::st
 
 //! dtype, op, buffers, root and counts: all but the codec's and the aliasing rule (checked after).
 template <collective C>
-std::string check_shape(const collective_descriptor& d, const call_arguments& a, int rank, int world) {
+[[gnu::always_inline]] inline std::string check_shape(const collective_descriptor& d, const call_arguments& a, int rank, int world) {
   constexpr const collective_traits& row = traits_of(C);
   std::string bad;
   if constexpr (row.buffers) {
