@@ -1,0 +1,140 @@
+//! @file cost_model.hpp  The alpha-beta-gamma cost of tutti's allreduce schedules, per level.
+//!
+//! A schedule's time is linear in a few machine parameters: alpha, the cost of one message (s),
+//! beta, the cost of one byte on the link (s/B), separately inside a node and between nodes, and
+//! gamma, the cost of reducing one byte (s/B). `cost_terms` holds a schedule's coefficients of
+//! each, so the same terms serve to predict (`seconds`) and to fit the parameters from measured
+//! times (tuner/fit.hpp: a linear least-squares problem). The formulas are Thakur, Rabenseifner and
+//! Gropp, "Optimization of Collective Communication Operations in MPICH" (IJHPCA 2005), written for
+//! tutti's schedules: docs/tuning.md ("The cost model") derives each one.
+//!
+//! What this does not model yet (issue 20): oversubscription (more ranks than cores), pipelining
+//! overlap inside a chunked schedule, NCCL's protocols, and contention of several ranks per node
+//! on one network link (hierarchical's inter-node phase sends 1/ppn of the bytes per rank, so it
+//! is modelled; a flat schedule's ppn ranks sharing a link are charged as one).
+#pragma once
+#include <bit>
+#include <cmath>
+#include <string>
+
+#include "tutti/core/error.hpp"
+
+namespace tutti::tuner {
+
+//! One level's link: seconds per message and seconds per byte.
+struct link_cost {
+  double alpha = 0;
+  double beta = 0;
+};
+
+//! The machine as the model sees it.
+struct cost_parameters {
+  link_cost intra;   //!< between ranks of one node (shared memory)
+  link_cost inter;   //!< between nodes (the network)
+  double gamma = 0;  //!< seconds per byte reduced (one element-wise op over the bytes)
+};
+
+//! A schedule's coefficients: time = a_intra alpha_intra + b_intra beta_intra + a_inter alpha_inter
+//! + b_inter beta_inter + g gamma.
+struct cost_terms {
+  double a_intra = 0, b_intra = 0, a_inter = 0, b_inter = 0, g = 0;
+
+  cost_terms& operator+=(const cost_terms& o) noexcept {
+    a_intra += o.a_intra, b_intra += o.b_intra, a_inter += o.a_inter, b_inter += o.b_inter, g += o.g;
+    return *this;
+  }
+  friend cost_terms operator+(cost_terms a, const cost_terms& b) noexcept { return a += b; }
+};
+
+//! Predicted seconds.
+[[nodiscard]] inline double seconds(const cost_parameters& p, const cost_terms& t) noexcept {
+  return t.a_intra * p.intra.alpha + t.b_intra * p.intra.beta + t.a_inter * p.inter.alpha +
+         t.b_inter * p.inter.beta + t.g * p.gamma;
+}
+
+//! Which level a phase runs on.
+enum class level { intra, inter };
+
+//! The single-level schedules the model knows, by the name of the tutti algorithm they describe.
+enum class schedule {
+  ring,              //!< reduce-scatter then allgather around a ring (algorithm::ring)
+  halving_doubling,  //!< Rabenseifner: recursive halving then doubling (algorithm::halving_doubling)
+  binomial_tree,     //!< reduce to a root then broadcast, both binomial (unpipelined tree)
+  direct_one_shot,   //!< one-sided: every rank reads every peer's whole buffer (algorithm::direct, small)
+  direct_two_shot,   //!< one-sided: each rank reduces its 1/p block, then all read the blocks
+};
+
+namespace detail {
+inline cost_terms on(level l, double messages, double bytes_moved, double bytes_reduced) noexcept {
+  cost_terms t;
+  (l == level::intra ? t.a_intra : t.a_inter) = messages;
+  (l == level::intra ? t.b_intra : t.b_inter) = bytes_moved;
+  t.g = bytes_reduced;
+  return t;
+}
+inline void check(int p, double bytes, const char* what) {
+  if (p < 1 || !(bytes >= 0) || !std::isfinite(bytes))
+    throw invalid_argument(std::string("tuner::") + what + ": needs ranks >= 1 and a finite byte count >= 0; got ranks " +
+                           std::to_string(p) + ", bytes " + std::to_string(bytes));
+}
+}  // namespace detail
+
+//! Reduce-scatter of `bytes` (the whole vector) over p ranks around a ring: p-1 steps of m/p.
+[[nodiscard]] inline cost_terms ring_reduce_scatter_terms(int p, double bytes, level l) {
+  detail::check(p, bytes, "ring_reduce_scatter_terms");
+  const double f = static_cast<double>(p - 1) / p;
+  return detail::on(l, p - 1, f * bytes, f * bytes);
+}
+
+//! Allgather of `bytes` (the whole result) over p ranks around a ring.
+[[nodiscard]] inline cost_terms ring_allgather_terms(int p, double bytes, level l) {
+  detail::check(p, bytes, "ring_allgather_terms");
+  const double f = static_cast<double>(p - 1) / p;
+  return detail::on(l, p - 1, f * bytes, 0);
+}
+
+//! Allreduce of `bytes` over p ranks on one level.
+[[nodiscard]] inline cost_terms allreduce_terms(schedule s, int p, double bytes, level l) {
+  detail::check(p, bytes, "allreduce_terms");
+  if (p == 1) return {};
+  const double n = p;
+  const double f = (n - 1) / n;
+  switch (s) {
+    case schedule::ring:
+      return ring_reduce_scatter_terms(p, bytes, l) + ring_allgather_terms(p, bytes, l);
+    case schedule::halving_doubling: {
+      // On the largest power of two p' <= p; the p - p' extra ranks first hand their vector to a
+      // partner and get the result back at the end (two more messages of the whole vector).
+      const int pow2 = std::bit_floor(static_cast<unsigned>(p));
+      const double steps = std::log2(static_cast<double>(pow2));
+      const double g = (pow2 - 1.0) / pow2;
+      cost_terms t = detail::on(l, 2 * steps, 2 * g * bytes, g * bytes);
+      if (pow2 != p) t += detail::on(l, 2, 2 * bytes, bytes);
+      return t;
+    }
+    case schedule::binomial_tree: {
+      const double steps = std::ceil(std::log2(n));
+      return detail::on(l, 2 * steps, 2 * steps * bytes, steps * bytes);
+    }
+    case schedule::direct_one_shot:
+      // One synchronisation; each rank reads p-1 whole vectors and reduces them.
+      return detail::on(l, 1, (n - 1) * bytes, (n - 1) * bytes);
+    case schedule::direct_two_shot:
+      // Two synchronisations; reads (p-1)/p of the vector twice, reduces its block.
+      return detail::on(l, 2, 2 * f * bytes, f * bytes);
+  }
+  return {};
+}
+
+//! algorithm::hierarchical's allreduce over `nodes` x `ranks_per_node`: a ring reduce-scatter
+//! inside the node, an allreduce of 1/ppn of the bytes between nodes by `inter`, a ring allgather
+//! inside the node.
+[[nodiscard]] inline cost_terms hierarchical_allreduce_terms(schedule inter, int nodes, int ranks_per_node, double bytes) {
+  detail::check(nodes, bytes, "hierarchical_allreduce_terms");
+  detail::check(ranks_per_node, bytes, "hierarchical_allreduce_terms");
+  const double share = bytes / ranks_per_node;
+  return ring_reduce_scatter_terms(ranks_per_node, bytes, level::intra) +
+         allreduce_terms(inter, nodes, share, level::inter) + ring_allgather_terms(ranks_per_node, bytes, level::intra);
+}
+
+}  // namespace tutti::tuner

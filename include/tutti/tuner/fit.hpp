@@ -1,0 +1,89 @@
+//! @file fit.hpp  Fitting the cost model's parameters to measured times (least squares, Eigen).
+//!
+//! Every measurement is one equation: its schedule's cost_terms times the unknown parameters equals
+//! the measured seconds. Times span six orders of magnitude between 8 B and 256 MiB, so each
+//! equation is divided by its measured time: the fit minimises the relative error, and a 2 µs
+//! point counts as much as a 2 s one. A parameter no sample exercises (a single-node run has no
+//! inter-node terms) is left at 0 and not reported as fitted. Needs Eigen 3 (tutti::eigen).
+#pragma once
+#include <Eigen/Core>
+#include <Eigen/QR>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "tutti/core/error.hpp"
+#include "tutti/tuner/cost_model.hpp"
+
+namespace tutti::tuner {
+
+//! One measured point: the schedule's terms at that size and layout, and its median time.
+struct timed_sample {
+  cost_terms terms;
+  double seconds = 0;
+};
+
+//! What a fit found, and how well it explains the samples it was fitted to.
+struct fit_result {
+  cost_parameters parameters;
+  std::array<bool, 5> fitted{};      //!< alpha_intra, beta_intra, alpha_inter, beta_inter, gamma: exercised
+  double rms_relative_error = 0;     //!< sqrt(mean(((predicted - measured) / measured)^2))
+  double max_relative_error = 0;     //!< max |predicted - measured| / measured
+  std::size_t samples = 0;
+};
+
+namespace detail {
+inline std::array<double, 5> as_row(const cost_terms& t) noexcept { return {t.a_intra, t.b_intra, t.a_inter, t.b_inter, t.g}; }
+}  // namespace detail
+
+//! Least-squares fit of the parameters the samples exercise. Throws invalid_argument for a
+//! non-positive or non-finite time, or fewer samples than parameters to fit.
+[[nodiscard]] inline fit_result fit(std::span<const timed_sample> samples) {
+  fit_result r;
+  r.samples = samples.size();
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const double s = samples[i].seconds;
+    if (!(s > 0) || !std::isfinite(s))
+      throw invalid_argument("tuner::fit: sample " + std::to_string(i) + " has time " + std::to_string(s) +
+                             " s; every measured time must be finite and > 0");
+    const auto row = detail::as_row(samples[i].terms);
+    for (std::size_t k = 0; k < row.size(); ++k) r.fitted[k] = r.fitted[k] || row[k] != 0;
+  }
+  std::array<int, 5> column{};  // parameter k -> column of the system, or -1
+  int unknowns = 0;
+  for (std::size_t k = 0; k < column.size(); ++k) column[k] = r.fitted[k] ? unknowns++ : -1;
+  if (unknowns == 0 || samples.size() < static_cast<std::size_t>(unknowns))
+    throw invalid_argument("tuner::fit: " + std::to_string(samples.size()) + " sample(s) for " + std::to_string(unknowns) +
+                           " parameter(s) to fit; need at least as many samples, and at least one parameter");
+
+  Eigen::MatrixXd a(static_cast<Eigen::Index>(samples.size()), unknowns);
+  Eigen::VectorXd b = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(samples.size()));
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const auto row = detail::as_row(samples[i].terms);
+    for (std::size_t k = 0; k < row.size(); ++k)
+      if (column[k] >= 0) a(static_cast<Eigen::Index>(i), column[k]) = row[k] / samples[i].seconds;
+  }
+  // Columns differ by many orders of magnitude (messages vs bytes): scale each to unit norm first.
+  Eigen::VectorXd norms = a.colwise().norm().transpose();
+  for (Eigen::Index j = 0; j < a.cols(); ++j) a.col(j) /= norms(j);
+  const Eigen::VectorXd x = a.colPivHouseholderQr().solve(b).cwiseQuotient(norms);
+
+  std::array<double, 5> value{};
+  for (std::size_t k = 0; k < column.size(); ++k)
+    if (column[k] >= 0) value[k] = x(column[k]);
+  r.parameters = {{value[0], value[1]}, {value[2], value[3]}, value[4]};
+  double sum = 0;
+  for (const auto& s : samples) {
+    const double e = (seconds(r.parameters, s.terms) - s.seconds) / s.seconds;
+    sum += e * e;
+    r.max_relative_error = std::max(r.max_relative_error, std::abs(e));
+  }
+  r.rms_relative_error = std::sqrt(sum / static_cast<double>(samples.size()));
+  return r;
+}
+
+}  // namespace tutti::tuner
