@@ -120,7 +120,7 @@ class channel {
   }
 
   [[nodiscard]] std::string describe(const op_state& op) const {
-    return rank_text(c_.rank) + ": transport::nccl " + detail::op_text_with_tag(op);
+    return on_rank(c_.rank) + "transport::nccl " + detail::op_text_with_tag(op);
   }
 
   communicator& c_;

@@ -35,7 +35,7 @@ class liveness {
   //! Throws when the transport was aborted (`what`: the call refused).
   void usable(std::string_view what) const {
     if (c_.aborted)
-      throw transport_error(rank_text(c_.rank) + ": transport::nccl " + std::string(what) +
+      throw transport_error(on_rank(c_.rank) + "transport::nccl " + std::string(what) +
                             ": the transport was aborted and is unusable");
   }
 
@@ -75,7 +75,7 @@ class liveness {
   [[noreturn]] void give_up(std::string_view what, const char* why) {
     c_.failed = true;
     abort();
-    throw timeout(rank_text(c_.rank) + ": transport::nccl " + std::string(what) +
+    throw timeout(on_rank(c_.rank) + "transport::nccl " + std::string(what) +
                   ": the deadline (TUTTI_TIMEOUT) passed; " + why + "; the NCCL communicator was aborted");
   }
 

@@ -22,10 +22,10 @@ namespace tutti::transport::nccl_detail {
 //! `rank` when it is a rank of a world of `world` (at least one).
 inline int checked_rank(int rank, int world) {
   if (world < 1)
-    throw invalid_argument(rank_text(rank) + ": transport::nccl: world_size " + std::to_string(world) +
+    throw invalid_argument(on_rank(rank) + "transport::nccl: world_size " + std::to_string(world) +
                            " is not positive");
   if (rank < 0 || rank >= world)
-    throw invalid_argument(rank_text(rank) + ": transport::nccl: rank is outside [0, " + std::to_string(world) + ")");
+    throw invalid_argument(on_rank(rank) + "transport::nccl: rank is outside [0, " + std::to_string(world) + ")");
   return rank;
 }
 

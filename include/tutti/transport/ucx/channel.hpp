@@ -140,11 +140,11 @@ class channel {
     const char* what = is_send ? "send to" : "recv from";
     check_peer(job_.rank, name, is_send, peer, job_.world);
     if (tag >= tag_limit)
-      throw invalid_argument(rank_text(job_.rank) + ": transport::ucx " + what + " rank " + std::to_string(peer) +
+      throw invalid_argument(on_rank(job_.rank) + "transport::ucx " + what + " rank " + std::to_string(peer) +
                              ": tag " + std::to_string(tag) + " is not below 2^40 = " + std::to_string(tag_limit) +
                              " (the source rank takes the top 24 bits of UCX's tag)");
     if (job_.aborted)
-      throw transport_error(rank_text(job_.rank) + ": transport::ucx " + what + " rank " + std::to_string(peer) +
+      throw transport_error(on_rank(job_.rank) + "transport::ucx " + what + " rank " + std::to_string(peer) +
                             ": the transport was aborted and is unusable");
     auto* op = ops_.acquire(job_.rank, name);
     op->posting(is_send, peer, tag, bytes);

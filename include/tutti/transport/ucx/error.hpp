@@ -19,7 +19,7 @@ inline std::string status_text(ucs_status_t s) {
 }
 
 [[noreturn]] inline void fail(int rank, const std::string& call, ucs_status_t s) {
-  throw transport_error(rank_text(rank) + ": transport::ucx: " + call + " failed: " + status_text(s));
+  throw transport_error(on_rank(rank) + "transport::ucx: " + call + " failed: " + status_text(s));
 }
 
 //! Statuses with which UCX fails an operation or an endpoint because the remote process is gone,
@@ -41,14 +41,14 @@ inline bool is_peer_failure(ucs_status_t s) noexcept {
 
 //! "rank 2: transport::ucx send of 8 bytes to rank 3 with tag 7": an operation, in messages.
 [[nodiscard]] inline std::string describe(int rank, const detail::operation& op) {
-  return rank_text(rank) + ": transport::ucx " + detail::op_text_with_tag(op);
+  return on_rank(rank) + "transport::ucx " + detail::op_text_with_tag(op);
 }
 
 //! A receive whose matched message had another size than the one posted (`arrived`, known when
 //! `known`; else only "more than" the posted size).
 [[nodiscard]] inline transport_error size_mismatch(int rank, const detail::operation& op, bool known,
                                                    std::size_t arrived) {
-  return transport_error(rank_text(rank) + ": transport::ucx receive from rank " + std::to_string(op.peer) +
+  return transport_error(on_rank(rank) + "transport::ucx receive from rank " + std::to_string(op.peer) +
                          " with tag " + std::to_string(op.tag) + " posted " + std::to_string(op.bytes) +
                          " bytes but rank " + std::to_string(op.peer) + " sent " +
                          (known ? std::to_string(arrived) : std::string("more than ") + std::to_string(op.bytes)) +

@@ -26,11 +26,11 @@ inline constexpr int world_limit = 1 << (64 - tag_bits);  //!< ranks must fit th
 //! `rank` when it and `world` fit UCX's tag (the source rank takes its top 24 bits).
 inline int checked_rank(int rank, int world) {
   if (world < 1 || world >= world_limit)
-    throw invalid_argument(rank_text(rank) + ": transport::ucx: world_size " + std::to_string(world) +
+    throw invalid_argument(on_rank(rank) + "transport::ucx: world_size " + std::to_string(world) +
                            " is outside [1, 2^24 = " + std::to_string(world_limit) +
                            "): the source rank takes the top 24 bits of UCX's 64-bit tag");
   if (rank < 0 || rank >= world)
-    throw invalid_argument(rank_text(rank) + ": transport::ucx: rank is outside [0, " + std::to_string(world) + ")");
+    throw invalid_argument(on_rank(rank) + "transport::ucx: rank is outside [0, " + std::to_string(world) + ")");
   return rank;
 }
 
@@ -62,7 +62,7 @@ void connect(const job& j, Store& store, const Worker& worker, Connect&& connect
       try {
         theirs = store.get(j.key("addr/" + std::to_string(p)), until);
       } catch (const timeout& e) {
-        throw timeout(rank_text(j.rank) + ": transport::ucx: rank " + std::to_string(p) +
+        throw timeout(on_rank(j.rank) + "transport::ucx: rank " + std::to_string(p) +
                       " did not publish its worker address (" + j.key("addr/" + std::to_string(p)) +
                       ") before the deadline (TUTTI_TIMEOUT; is it running, with the same world size and prefix?): " +
                       e.what());
