@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The allreduce benchmark across two "hosts" (network namespaces, tests/netns/lib.sh), 2 ranks each,
+# The allreduce benchmark across "hosts" (network namespaces, tests/netns/lib.sh), HOSTS x PPN ranks
+# (environment; default 2 x 2),
 # tutti (--transport multi_node: ring, tree, halving_doubling, hierarchical<ring,ring>, hierarchical_direct)
 # against Open MPI (btl self,vader,tcp) and Gloo (its TCP transport on eth1), interleaved and
 # rotated, plus UCX's own ucx_perftest between the hosts as the link's ceiling. Root only;
 # namespaces removed on exit.
 #   bench/netns/run.sh OUT_DIR [RATE|none] [REPS] [MAX_BYTES]     (RATE: tc's, e.g. 10gbit, 1gbit)
-# PEERS="tutti_ring ompi ..." runs a subset. Needs build/bench/tutti-bench and, from
+# PEERS="tutti_ring ompi ..." runs a subset; any tutti-bench --algorithm works as tutti_NAME
+# (tutti_tuned: algorithm::tuned, with TUTTI_TUNING_FILE passed through when set). Needs build/bench/tutti-bench and, from
 # bench/peers/build.sh, build/peers/mpi-allreduce-bench-openmpi and build/peers/gloo-allreduce-bench.
 # Then: bench/netns/summarize.py OUT_DIR prints medians and ratios.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,7 +19,8 @@ bench=$repo/build/bench/tutti-bench
 ompi=$repo/build/peers/mpi-allreduce-bench-openmpi
 gloo=$repo/build/peers/gloo-allreduce-bench
 [[ -x $bench && -x $ompi && -x $gloo ]] || { echo "build tutti-bench and the peers first"; exit 2; }
-netns_hosts 2
+hosts=${HOSTS:-2}; ppn=${PPN:-2}; world=$((hosts * ppn))
+netns_hosts "$hosts"
 [[ $rate != none ]] && shape_links "$rate"
 key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 args=(-b 8 -e "$max" -f 4 -n 20 -w 5)
@@ -32,9 +35,10 @@ chmod +x "$agent"
 
 run_tutti() {  # run_tutti ALG LOG
   local r q pids=()
-  for r in 0 1 2 3; do
-    on_host $((r / 2)) env RANK=$r WORLD_SIZE=4 LOCAL_RANK=$((r % 2)) LOCAL_WORLD_SIZE=2 MASTER_ADDR=10.213.1.1 \
-      MASTER_PORT=29500 TUTTI_JOB_KEY="$key" timeout 300 "$bench" --transport multi_node --algorithm "$1" "${args[@]}" \
+  for ((r = 0; r < world; r++)); do
+    on_host $((r / ppn)) env RANK=$r WORLD_SIZE=$world LOCAL_RANK=$((r % ppn)) LOCAL_WORLD_SIZE=$ppn \
+      MASTER_ADDR=10.213.1.1 MASTER_PORT=29500 TUTTI_JOB_KEY="$key" ${TUTTI_TUNING_FILE:+TUTTI_TUNING_FILE=$TUTTI_TUNING_FILE} \
+      timeout 300 "$bench" --transport multi_node --algorithm "$1" "${args[@]}" \
       >"$2.rank$r" 2>&1 &
     pids+=($!)
   done
@@ -43,16 +47,16 @@ run_tutti() {  # run_tutti ALG LOG
 }
 run_ompi() {
   on_host 0 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 mpirun.openmpi \
-    --host h0:2,h1:2 -np 4 --bind-to none --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include eth1 \
+    --host "$(for ((k = 0; k < hosts; k++)); do printf '%sh%d:%d' "${k:+,}" "$k" "$ppn"; done | sed 's/^,//')" -np "$world" --bind-to none --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include eth1 \
     --mca btl self,vader,tcp --mca btl_tcp_if_include eth1 --mca mpi_yield_when_idle 1 \
     "$ompi" "${args[@]}" >"$1" 2>&1 || true
 }
 run_gloo() {  # run_gloo LOG: a fresh FileStore per run (shared /tmp), each rank bound to its host's eth1
   local r q pids=() store=$netns_tmp/gloo-store.$RANDOM$RANDOM
   mkdir -p "$store"
-  for r in 0 1 2 3; do
-    on_host $((r / 2)) env TUTTI_RANK=$r TUTTI_WORLD_SIZE=4 timeout 300 "$gloo" -s "$store" \
-      -H "10.213.1.$((r / 2 + 1))" "${args[@]}" >"$1.rank$r" 2>&1 &
+  for ((r = 0; r < world; r++)); do
+    on_host $((r / ppn)) env TUTTI_RANK=$r TUTTI_WORLD_SIZE=$world timeout 300 "$gloo" -s "$store" \
+      -H "10.213.1.$((r / ppn + 1))" "${args[@]}" >"$1.rank$r" 2>&1 &
     pids+=($!)
   done
   for q in "${pids[@]}"; do wait "$q" || true; done
@@ -81,4 +85,4 @@ for test in "tag_lat 8 2000" "tag_bw 4194304 $bw_iters"; do
     >"$out/ucx_perftest.$1.txt" 2>&1 || true
   wait
 done
-echo "rate=$rate reps=$reps max=$max ranks=2x2 date=$(date -u +%F) commit=$(git -C "$repo" rev-parse --short HEAD)" >"$out/context.txt"
+echo "rate=$rate reps=$reps max=$max ranks=${hosts}x${ppn} date=$(date -u +%F) commit=$(git -C "$repo" rev-parse --short HEAD)" >"$out/context.txt"
