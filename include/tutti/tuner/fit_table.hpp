@@ -22,9 +22,16 @@ namespace tutti::tuner {
 
 //! How the samples were run, where the table does not say it.
 struct fit_options {
-  double cores_per_node = 0;  //!< cores a node's ranks share (0: unknown; namespace hosts on one VM: its cores / nodes)
+  double cores_per_node = 0;  //!< cores a node's ranks share (0: unknown, no oversubscription term)
   double node_links = 1;      //!< network links per node
   std::optional<dtype_class> of_class;  //!< fit only these samples (none: all)
+  //! > 0: every node of every sample ran on one machine with this many cores (shm runs, simulated
+  //! nodes, namespace hosts on one VM), so a sample's node had machine_cores / nodes of them;
+  //! replaces cores_per_node.
+  double machine_cores = 0;
+  [[nodiscard]] double cores_for(const layout& where) const noexcept {
+    return machine_cores > 0 ? machine_cores / (where.nodes > 0 ? where.nodes : 1) : cores_per_node;
+  }
 };
 
 //! One sample against the fitted model.
@@ -53,7 +60,7 @@ struct samples_fit {
       ++out.left_out;
       continue;
     }
-    const auto terms = terms_of(s.measured.algorithm, s.collective_kind, s.where, static_cast<double>(s.bytes), o.cores_per_node,
+    const auto terms = terms_of(s.measured.algorithm, s.collective_kind, s.where, static_cast<double>(s.bytes), o.cores_for(s.where),
                                 s.measured.tuning, o.node_links);
     if (!terms) {
       ++out.left_out;
