@@ -58,6 +58,9 @@ TEST_CASE("predict: direct is one-shot up to its knob, two-shot stage by stage a
   CHECK(terms_of("direct", collective::allreduce, one_node4, 48 * KiB)->a_intra == 3);
   CHECK(terms_of("direct", collective::allreduce, one_node4, 48 * KiB, 0, wider)->a_intra == 1);
   CHECK_FALSE(terms_of("direct", collective::allreduce, two_by_two, KiB));  // reads peers' memory: one node
+  machine_shape nvlink;
+  nvlink.message_copies = 1;  // a one-sided read costs what a message does
+  CHECK(terms_of("direct", collective::allreduce, {3, 1, 3}, KiB, 0, {}, nvlink)->b_intra == 3 * KiB);
   CHECK_THROWS_AS((void)terms_of("direct", collective::allreduce, one_node4, KiB, 0,
                                  std::vector<tuning_value>{{"direct.no_such", 1}}),
                   tutti::invalid_argument);

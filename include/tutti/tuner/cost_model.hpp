@@ -36,6 +36,10 @@ struct machine_shape {
   //! The "network" runs on the nodes' own CPUs (namespace hosts or simulated nodes on one
   //! machine): oversubscription stretches its terms too.
   bool network_on_cpus = false;
+  //! Copies a byte sent as a message inside a node costs: 2 through shared memory (into the
+  //! ring's slot and out), 1 over NVLink or RDMA. beta_intra prices a message byte; a one-sided
+  //! copy or read (algorithm::direct) costs 1 / message_copies of it.
+  double message_copies = 2;
 };
 
 //! The machine as the model sees it.

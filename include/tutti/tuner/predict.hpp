@@ -122,40 +122,41 @@ struct composed_parts {
 namespace detail {
 //! Terms of `algorithm` for `c` on S bytes in all, without oversubscription.
 inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, collective c, const layout& where, double S,
-                                                const schedule_settings& set, double links) {
+                                                const schedule_settings& set, const machine_shape& m) {
   const int q = ranks_on_a_node(where);
   const auto parts = split_composed_name(algorithm);
-  if (!parts) return flat_schedule_terms(algorithm, c, {where.world, q, links}, S, set);
+  const double links = m.node_links;
+  if (!parts) return flat_schedule_terms(algorithm, c, {where.world, q, links, m.message_copies}, S, set);
   if (parts->outer != "hierarchical" || where.ranks_per_node <= 0) return std::nullopt;  // hierarchical refuses uneven nodes
   const int nodes = where.nodes;
   const layout node{q, 1, q};        // one node: the intra algorithm's view (it may be composed too)
   const layout across{nodes, nodes, 1};  // one rank per node: the inter algorithm's view
-  if (nodes == 1) return schedule_terms(parts->first, c, node, S, set, links);  // degenerates to Intra
+  if (nodes == 1) return schedule_terms(parts->first, c, node, S, set, m);  // degenerates to Intra
   switch (c) {
     case collective::allreduce: {
-      const auto rs = schedule_terms(parts->first, collective::reduce_scatter, node, S, set, links);
+      const auto rs = schedule_terms(parts->first, collective::reduce_scatter, node, S, set, m);
       if (rs) {  // reduce-scatter in the node, q allreduces of S/q at once across nodes, allgather in the node
-        const auto x = schedule_terms(parts->second, collective::allreduce, across, S / q, set, links);
-        const auto ag = schedule_terms(parts->first, collective::allgather, node, S, set, links);
+        const auto x = schedule_terms(parts->second, collective::allreduce, across, S / q, set, m);
+        const auto ag = schedule_terms(parts->first, collective::allgather, node, S, set, m);
         if (!x || !ag) return std::nullopt;
         return *rs + crowded(*x, std::max(1.0, q / std::max(1.0, links))) + *ag;
       }
       // an Intra that cannot reduce-scatter (tree): reduce to local rank 0, allreduce, broadcast
-      const auto up = schedule_terms(parts->first, collective::reduce, node, S, set, links);
-      const auto x = schedule_terms(parts->second, collective::allreduce, across, S, set, links);
-      const auto down = schedule_terms(parts->first, collective::broadcast, node, S, set, links);
+      const auto up = schedule_terms(parts->first, collective::reduce, node, S, set, m);
+      const auto x = schedule_terms(parts->second, collective::allreduce, across, S, set, m);
+      const auto down = schedule_terms(parts->first, collective::broadcast, node, S, set, m);
       if (!up || !x || !down) return std::nullopt;
       return *up + *x + *down;
     }
     case collective::broadcast:  // through the root's local index on every node: across, then inside
     case collective::reduce:     // inside, then across
     case collective::barrier: {  // Intra's, then Inter's
-      const auto x = schedule_terms(parts->second, c, across, S, set, links);
-      const auto i = schedule_terms(parts->first, c, node, S, set, links);
+      const auto x = schedule_terms(parts->second, c, across, S, set, m);
+      const auto i = schedule_terms(parts->first, c, node, S, set, m);
       if (!x || !i) return std::nullopt;
       return *x + *i;
     }
-    case collective::alltoall: return pairwise_alltoall({where.world, q, links}, S);
+    case collective::alltoall: return pairwise_alltoall({where.world, q, links, m.message_copies}, S);
     default: return std::nullopt;  // reduce_scatter, allgather: block permutations not modelled
   }
 }
@@ -177,7 +178,7 @@ inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, coll
                                                         const machine_shape& m = {}) {
   if (where.world < 1 || where.nodes < 1 || !(bytes >= 0)) return std::nullopt;
   const double S = whole_vector_bytes(c, where, bytes);
-  const auto t = detail::schedule_terms(algorithm, c, where, S, settings_of(tuning), m.node_links);
+  const auto t = detail::schedule_terms(algorithm, c, where, S, settings_of(tuning), m);
   if (!t) return std::nullopt;
   const double q = ranks_on_a_node(where), busy = competing_ranks(algorithm, where);
   const double cache = cores_per_node > 0 && busy > cores_per_node ? m.cache_bytes * cores_per_node / busy : m.cache_bytes;

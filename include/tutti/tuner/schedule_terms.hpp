@@ -42,6 +42,7 @@ struct flat_shape {
   int ranks = 1;
   int per_node = 1;
   double links = 1;
+  double message_copies = 2;  //!< machine_shape::message_copies
   [[nodiscard]] bool one_node() const noexcept { return per_node >= ranks; }
   [[nodiscard]] level flat_level() const noexcept { return one_node() ? level::intra : level::inter; }
   //! Inter-node bytes factor when every rank of a node crosses at once.
@@ -180,12 +181,12 @@ inline std::optional<cost_terms> direct_copies(collective c, const flat_shape& s
 }
 
 //! One-sided over shared memory: one node only. Every epoch is one synchronisation. beta_intra is
-//! the cost of a byte sent as a message through shared memory, which is two copies (into the
-//! ring's slot, out of it); direct copies or reads a byte once, so its bytes count half.
+//! the cost of a byte sent as a message, which through shared memory is two copies (into the
+//! ring's slot, out of it); direct copies or reads a byte once: 1 / message_copies of it.
 inline std::optional<cost_terms> direct(collective c, const flat_shape& sh, double S, const schedule_settings& set) {
   if (!sh.one_node()) return std::nullopt;
   const auto t = direct_copies(c, sh, S, set);
-  if (t) return cost_terms{t->a_intra, t->b_intra / 2, 0, 0, t->g, 0, 0};
+  if (t) return cost_terms{t->a_intra, t->b_intra / std::max(1.0, sh.message_copies), 0, 0, t->g, 0, 0};
   return t;
 }
 }  // namespace detail
