@@ -63,7 +63,7 @@ struct cost_parameters {
   //! Extra seconds per byte moved or reduced inside a node once the data no longer fits a core's
   //! cache (cost_terms::m; tuner/predict.hpp).
   double memory_beta = 0;
-  machine_shape machine;  //!< given, not fitted
+  machine_shape machine{};  //!< given, not fitted
 };
 
 //! A schedule's coefficients: time = a_intra alpha_intra + b_intra beta_intra + a_inter alpha_inter
