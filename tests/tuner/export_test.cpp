@@ -58,6 +58,7 @@ table fixture() {
   t.rows.push_back(make_row(collective::allreduce, 0, 4095, two_by_two, "hierarchical<direct, tree>"));
   t.rows.push_back(make_row(collective::allreduce, 4096, inf, two_by_two, "automatic"));  // -> hierarchical<direct, ring>
   t.rows.push_back(make_row(collective::allreduce, 0, inf, four_by_one, "hierarchical<direct, ring>"));  // -> ring
+  t.rows.push_back(make_row(collective::reduce_scatter, 0, inf, four_by_one, "halving_doubling"));
   return t;
 }
 
@@ -127,12 +128,12 @@ TEST_CASE("export nccl: the plugin reads back every row that has an NCCL counter
       {"allreduce", 0, inf, "tree", "simple", -1, 1, 2},          // 1x2 tree: exact
       {"allreduce", 0, 2047, "tree", "simple", -1, 1, 4},         // 1x4 halving_doubling: nearest
       {"allreduce", 65536, inf, "ring", "simple", -1, 1, 4},      // direct 2048..65535: none
-      {"reducescatter", 0, 4095, "pat", "simple", -1, 1, 4},      // per rank x 4
-      {"reducescatter", 4096, inf, "ring", "simple", -1, 1, 4},
+      {"reducescatter", 4096, inf, "ring", "simple", -1, 1, 4},   // per rank x 4; 0..1023: PAT needs 1 rank per node
       {"allreduce", 0, 4095, "tree", "simple", -1, 2, 4},         // hierarchical<direct, tree>
       {"allreduce", 4096, inf, "ring", "simple", -1, 2, 4},       // automatic -> hierarchical<direct, ring>
       {"allgather", 0, inf, "ring", "simple", -1, 2, 4},
       {"allreduce", 0, inf, "ring", "simple", -1, 4, 4},          // hierarchical<direct, ring>, 1 rank per node
+      {"reducescatter", 0, inf, "pat", "simple", -1, 4, 4},       // halving_doubling, 1 rank per node
   };
   CHECK(configs == expected);
   // what NCCL would do at the boundaries (b-1, b, b+1) and where tutti's choice has no counterpart
@@ -140,7 +141,8 @@ TEST_CASE("export nccl: the plugin reads back every row that has an NCCL counter
   CHECK(nccl_lookup(configs, "allreduce", 2048, 1, 4).empty());
   CHECK(nccl_lookup(configs, "allreduce", 65535, 1, 4).empty());
   CHECK(nccl_lookup(configs, "allreduce", 65536, 1, 4) == "ring");
-  CHECK(nccl_lookup(configs, "reducescatter", 4 * 1023 + 3, 1, 4) == "pat");
+  CHECK(nccl_lookup(configs, "reducescatter", 4 * 1023 + 3, 1, 4).empty());
+  CHECK(nccl_lookup(configs, "reducescatter", 4 * 1023 + 3, 4, 4) == "pat");
   CHECK(nccl_lookup(configs, "reducescatter", 4 * 1024, 1, 4) == "ring");
   CHECK(nccl_lookup(configs, "allreduce", 100, 3, 6).empty());  // a layout not in the table: NCCL's own choice
   // the rows left out say why, and the integer row is not written
@@ -264,7 +266,8 @@ TEST_CASE("export ucc: each layout's section and the CL/HIER string read back as
         });
   CHECK(read.at("team_size=4 ppn=2 nnodes=2").at("UCC_TL_UCP_TUNE") ==
         std::vector<ucc_token>{tok("allgather", 0, inf, "ring")});  // allreduce went to CL/HIER
-  CHECK(read.at("team_size=4 ppn=1 nnodes=4").at("UCC_TL_UCP_TUNE") == std::vector<ucc_token>{tok("allreduce", 0, inf, "ring")});
+  CHECK(read.at("team_size=4 ppn=1 nnodes=4").at("UCC_TL_UCP_TUNE") ==
+        std::vector<ucc_token>{tok("allreduce", 0, inf, "ring"), tok("reduce_scatter", 0, inf, "knomial")});
   CHECK(conf.find("TL/UCP has no tree barrier") != std::string::npos);
 }
 
@@ -501,6 +504,7 @@ TEST_CASE("export ompi: the 6.0 JSON rules read back with coll/tuned's first-mat
   CHECK(json_lookup(root, "alltoall", 4, "single-node", 4 * 513) == "pairwise");
   CHECK(json_lookup(root, "reduce_scatter_block", 4, "single-node", 4095) == "recursive_halving");
   CHECK(json_lookup(root, "reduce_scatter_block", 4, "single-node", 4096).empty());
+  CHECK(json_lookup(root, "reduce_scatter", 4, "one-per-node", 4096) == "recursive_halving");  // 4x1's own row
   CHECK(json_lookup(root, "bcast", 4, "single-node", 65536) == "scatter_allgather");
   CHECK(json_lookup(root, "allreduce", 3, "single-node", 5).empty());
 }

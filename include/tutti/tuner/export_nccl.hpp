@@ -56,13 +56,15 @@ namespace exporting {
   if (base == "ring") return to("ring", "exact: NCCL's ring, pipelined in chunks as tutti's");
   if (base == "tree") {
     if (c == collective::allreduce) return to("tree", "exact: NCCL's tree is the same pipelined double binary tree");
-    return none(r, "NCCL runs " + std::string(name_of(c)) + " by ring (and pat, nvls, collnet), never by tree");
+    return none(r, "NCCL has no tree " + std::string(name_of(c)) + " (its tree is for allreduce only)");
   }
   if (base == "halving_doubling") {
     if (c == collective::allreduce)
       return to("tree", "nearest: log-latency like recursive halving-doubling, which NCCL does not have");
+    if ((c == collective::allgather || c == collective::reduce_scatter) && r.where.ranks_per_node == 1)
+      return to("pat", "nearest: NCCL's PAT is a log-step schedule (protocol simple only)");
     if (c == collective::allgather || c == collective::reduce_scatter)
-      return to("pat", "nearest: NCCL's PAT is a log-step schedule (NCCL runs it with one rank per node only)");
+      return none(r, "NCCL's log-step PAT runs only with one rank per node (NCCL_PAT_ENABLE, graph/tuning.cc)");
     return none(r, "NCCL has no log-latency " + std::string(name_of(c)));
   }
   if (base == "direct")

@@ -66,7 +66,7 @@ inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
   if (base == "ring") {
     if (c == collective::allreduce || c == collective::allgather || c == collective::reduce_scatter)
       return to("ring", "exact: TL/UCP's ring");
-    if (c == collective::alltoall) return to("pairwise", "exact: tutti's alltoall is the pairwise exchange (8 steps in flight)");
+    if (c == collective::alltoall) return to("pairwise", "exact with UCC_TL_UCP_ALLTOALL_PAIRWISE_NUM_POSTS=8: the pairwise exchange, 8 in flight");
     return none(r, "TL/UCP has no ring " + coll);
   }
   if (base == "tree") {
@@ -78,18 +78,23 @@ inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
     switch (c) {
       case collective::allreduce:
         return to("sra_knomial", "exact with UCC_TL_UCP_ALLREDUCE_SRA_KN_RADIX=2: scatter-reduce + allgather (Rabenseifner)");
-      case collective::allgather: return to("knomial", "nearest: recursive k-ing; radix 2 is recursive doubling");
-      case collective::reduce_scatter: return to("knomial", "nearest: recursive k-ing; radix 2 is recursive halving");
+      case collective::allgather:
+        return to("knomial", "nearest: recursive k-ing; UCC_TL_UCP_ALLGATHER_KN_RADIX=2 is recursive doubling");
+      case collective::reduce_scatter:
+        return to("knomial", "nearest: recursive k-ing; UCC_TL_UCP_REDUCE_SCATTER_KN_RADIX=2 is recursive halving");
       case collective::broadcast:
-        return split_at(r, halving_doubling_switch(r), make(tl_ucp, "knomial", "exact with radix 2: a binomial tree"),
+        return split_at(r, halving_doubling_switch(r),
+                        make(tl_ucp, "knomial", "exact with UCC_TL_UCP_BCAST_KN_RADIX=2: a binomial tree"),
                         make(tl_ucp, "sag_knomial", "nearest: scatter + allgather (van de Geijn)"));
       case collective::reduce:
-        return split_at(r, halving_doubling_switch(r), make(tl_ucp, "knomial", "exact with radix 2: a binomial tree"),
+        return split_at(r, halving_doubling_switch(r),
+                        make(tl_ucp, "knomial", "exact with UCC_TL_UCP_KN_RADIX=2: a binomial tree"),
                         make(tl_ucp, "srg", "nearest: scatter-reduce + gather (Rabenseifner)"));
       case collective::alltoall:
         return split_at(r, halving_doubling_switch(r), make(tl_ucp, "bruck", "exact: Bruck"),
-                        make(tl_ucp, "pairwise", "exact: pairwise exchange"));
-      case collective::barrier: return to("knomial", "nearest: recursive knomial; tutti's is a dissemination barrier");
+                        make(tl_ucp, "pairwise", "exact: the pairwise exchange"));
+      case collective::barrier:
+        return to("knomial", "nearest: recursive knomial (radix 8 unless UCC_TL_UCP_BARRIER_KN_RADIX); tutti's is dissemination");
     }
   }
   if (base == "direct")
@@ -101,8 +106,8 @@ inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
         if (intra_reduce_scatters)
           return to("split_rail", "exact shape: reduce-scatter in node, allreduce across, allgather in node", cl_hier);
         return to("rab", "exact shape: reduce in node, allreduce across, broadcast in node", cl_hier);
-      case collective::broadcast: return to("2step", "exact shape: across nodes, then inside each", cl_hier);
-      case collective::reduce: return to("2step", "exact shape: inside each node, then across", cl_hier);
+      case collective::broadcast: return to("2step", "nearest: across nodes and inside each, UCC overlapping the two", cl_hier);
+      case collective::reduce: return to("2step", "nearest: inside each node and across, UCC overlapping the two", cl_hier);
       case collective::alltoall: return to("pairwise", "exact: tutti's hierarchical alltoall is the flat pairwise exchange");
       default: return none(r, "CL/HIER has no " + coll + " (allgatherv only)");
     }
