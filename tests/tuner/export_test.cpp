@@ -269,6 +269,14 @@ TEST_CASE("export ucc: each layout's section and the CL/HIER string read back as
   CHECK(read.at("team_size=4 ppn=1 nnodes=4").at("UCC_TL_UCP_TUNE") ==
         std::vector<ucc_token>{tok("allreduce", 0, inf, "ring"), tok("reduce_scatter", 0, inf, "knomial")});
   CHECK(conf.find("TL/UCP has no tree barrier") != std::string::npos);
+
+  // a UCC older than 1.8 has no allreduce ring and would drop the whole string: left to UCC
+  ucc_export_options before_1_8;
+  before_1_8.allreduce_ring = false;
+  const auto old = read_ucc_conf(to_ucc_conf(t, before_1_8));
+  CHECK(old.at("team_size=4 ppn=4 nnodes=1").at("UCC_TL_UCP_TUNE").at(1) == tok("reduce_scatter", 0, 1023, "knomial"));
+  CHECK(old.at("team_size=4 ppn=1 nnodes=4").at("UCC_TL_UCP_TUNE") ==
+        std::vector<ucc_token>{tok("reduce_scatter", 0, inf, "knomial")});
 }
 
 // ---- Open MPI classic: integers as ompi_coll_base_file_getnext_long reads them ----------------

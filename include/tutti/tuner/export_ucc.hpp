@@ -15,6 +15,8 @@
 //! which cannot tell two layouts of one world apart: the first layout of a world keeps it.
 //! UCC measures allgather and alltoall over all ranks' bytes (ucc_coll_args_msgsize), tutti per
 //! rank: those ranges are multiplied by the world size; reduce_scatter counts the same in both.
+//! Checked against UCC 1.4.4 itself (tests/tuner/peers/check_ucc.sh): its team score maps hold
+//! exactly the exported ranges and algorithms, per section.
 #pragma once
 #include <map>
 #include <string>
@@ -28,6 +30,10 @@ namespace tutti::tuner {
 
 struct ucc_export_options {
   dtype_class dtypes = dtype_class::floating;  //!< UCC's scores do not see the element type
+  //! TL/UCP has an allreduce ring since UCC 1.8 (commit 29d44012); an older UCC refuses the
+  //! unknown name and drops the whole TUNE string it is in, so for one set this false (ring
+  //! allreduce rows are then left to UCC). Every other algorithm written exists since UCC 1.4.
+  bool allreduce_ring = true;
 };
 
 namespace exporting {
@@ -49,7 +55,7 @@ namespace exporting {
 inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
 
 //! tutti's algorithm on this row -> UCC's (docs/tuning.md has the table).
-[[nodiscard]] inline std::vector<piece> ucc_pieces(const row& r, const resolved& a) {
+[[nodiscard]] inline std::vector<piece> ucc_pieces(const row& r, const resolved& a, const ucc_export_options& o = {}) {
   const collective c = r.collective_kind;
   const auto make = [](std::string_view part, std::string peer, std::string why) {
     piece p;
@@ -64,6 +70,8 @@ inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
   const std::string& base = a.name.base;
   const std::string coll(name_of(c));
   if (base == "ring") {
+    if (c == collective::allreduce && !o.allreduce_ring)
+      return none(r, "TL/UCP's allreduce ring needs UCC 1.8 (ucc_export_options::allreduce_ring is off)");
     if (c == collective::allreduce || c == collective::allgather || c == collective::reduce_scatter)
       return to("ring", "exact: TL/UCP's ring");
     if (c == collective::alltoall) return to("pairwise", "exact with UCC_TL_UCP_ALLTOALL_PAIRWISE_NUM_POSTS=8: the pairwise exchange, 8 in flight");
@@ -147,7 +155,7 @@ inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
     part.comments.push_back(row_text(t, *r) + (a.how.empty() ? "" : " (" + a.how + ")"));
     const bool all_ranks = r->collective_kind == collective::allgather || r->collective_kind == collective::alltoall;
     const auto factor = static_cast<std::uint64_t>(all_ranks ? r->where.world : 1);
-    for (const piece& p : ucc_pieces(*r, a)) {
+    for (const piece& p : ucc_pieces(*r, a, o)) {
       const std::string sizes = "  " + std::to_string(p.min_bytes) + "-" + bytes_text(p.max_bytes) + " B";
       if (p.peer.empty()) {
         part.comments.push_back(sizes + ": no UCC counterpart, UCC keeps its own choice: " + p.why);
@@ -178,6 +186,8 @@ inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
   std::string out = "# UCC configuration fragment (UCC_CONFIG_FILE=<this file>, or append to ucc.conf)\n";
   for (const auto& line : provenance_lines(t, "UCC", o.dtypes)) out += "# " + line + "\n";
   out += "# TL/UCP lines sit in one section per layout; each could also be set alone as an environment variable\n";
+  out += std::string("# needs UCC 1.4 or later") + (o.allreduce_ring ? " (1.8 for allreduce @ring)" : "") +
+         ": UCC drops a whole TUNE string that names an algorithm it lacks\n";
   if (!hier_tokens.empty()) {
     out += "# CL/HIER runs only when UCC_CLS includes hier (e.g. UCC_CLS=basic,hier); it picks its own inner algorithms\n";
     out += "UCC_CL_HIER_TUNE=" + join(hier_tokens) + "\n";

@@ -1,6 +1,6 @@
 //! @file export_peer_tables.cpp  Writes one tuning table (every mapping rule the peer checks use)
-//! as nccl.csv, ucc.conf, ompi.rules and ompi.json into the folder given, for check_nccl.sh and
-//! check_ompi.sh.
+//! as nccl.csv, ucc.conf (and ucc-before-1.8.conf), ompi.rules and ompi.json into the folder given,
+//! for check_nccl.sh, check_ucc.sh and check_ompi.sh.
 #include <fstream>
 #include <string>
 
@@ -47,6 +47,9 @@ int main(int argc, char** argv) {
       make_row(collective::broadcast, 0, inf, four_by_one, "ring"),
   };
   t.rows[5].tuning = {{"halving_doubling.bruck_block_bytes", 512}};
+  ucc_export_options before_1_8;
+  before_1_8.allreduce_ring = false;
+  std::ofstream(dir + "/ucc-before-1.8.conf") << to_ucc_conf(t, before_1_8);
   for (const char* format : {"nccl", "ucc", "ompi", "ompi-json"}) {
     const std::string name = std::string(format) == "nccl"  ? "nccl.csv"
                              : std::string(format) == "ucc" ? "ucc.conf"
