@@ -3,15 +3,9 @@
 # compiled on the CPU: no GPU, no NCCL library needed.
 #   tests/tuner/peers/check_nccl.sh NCCL_SOURCE_DIR     (a clone of github.com/NVIDIA/nccl)
 # Run from the repository root. Prints each probe and PASS, or the first difference and exits 1.
-set -euo pipefail
 nccl=${1:?usage: $0 NCCL_SOURCE_DIR}
 example=$nccl/plugins/tuner/example
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-g++ -std=c++20 -I"$root/include" "$here/export_peer_tables.cpp" -o "$work/tables"
-"$work/tables" "$work"
+source "$(dirname "$0")/common.sh"
 gcc -O1 -I"$example" -I"$example/nccl" "$here/nccl_driver.c" -o "$work/driver"
 # nNodes nRanks func(0 broadcast, 2 allgather, 3 reducescatter, 4 allreduce) bytes -> preferred
 cat > "$work/expected" <<'END'

@@ -3,13 +3,7 @@
 # LD_PRELOAD shim, the ompi_coll_base_* algorithm each probe call ran on rank 0.
 #   tests/tuner/peers/check_ompi.sh       (from the repository root; a few seconds, 2..5 ranks)
 # Expected for Open MPI <= 5.0 (the v6.0 branch reads classic files one block later: use the JSON).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-g++ -std=c++20 -I"$root/include" "$here/export_peer_tables.cpp" -o "$work/tables"
-"$work/tables" "$work"
+source "$(dirname "$0")/common.sh"
 gcc -shared -fPIC -O1 "$here/ompi_shim.c" -o "$work/shim.so" -ldl
 mpicc -O1 "$here/ompi_probe.c" -o "$work/probe"
 run() {  # ranks [mca options...]: "collective bytes -> algorithm" lines, one per probe

@@ -5,15 +5,9 @@
 #   tests/tuner/peers/check_ucc.sh UCC_PREFIX [conf]   (UCC_PREFIX/bin/ucc_test_mpi; mpirun in PATH;
 #   conf: ucc.conf, or ucc-before-1.8.conf for a UCC older than 1.8)
 # Run from the repository root.
-set -euo pipefail
 prefix=${1:?usage: $0 UCC_PREFIX [ucc.conf|ucc-before-1.8.conf]}
 conf=${2:-ucc.conf}
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-g++ -std=c++20 -I"$root/include" "$here/export_peer_tables.cpp" -o "$work/tables"
-"$work/tables" "$work"
+source "$(dirname "$0")/common.sh"
 score_map() {  # ranks config-file: one rank's score map for the world team, "Collective: {a..b}:TL:score=fn ..."
   local test=("$prefix/bin/ucc_test_mpi" -c barrier -t world -M host)
   # only rank 0 logs (one app context of its own), so no other rank's lines cut into its map
@@ -23,7 +17,7 @@ score_map() {  # ranks config-file: one rank's score map for the world team, "Co
 import re, sys
 pid, coll, out = None, None, []
 for line in sys.stdin.buffer.read().decode(errors="replace").splitlines():
-    m = re.search(r"\[\w+:(\d+):\d+\]\s+(ucc_team|ucc_coll_score_map)\.c:\d+\s+UCC\s+INFO\s+(.*)$", line)
+    m = re.search(r"\[[^:\]]+:\s*(\d+)\s*:\d+\]\s+(ucc_team|ucc_coll_score_map)\.c:\d+\s+UCC\s+INFO\s+(.*)$", line)
     if not m: continue
     if pid is None and "COLL_SCORE_MAP" in m.group(3): pid = m.group(1)
     if m.group(1) != pid: continue
