@@ -528,4 +528,10 @@ TEST_CASE("export: export_table picks a format by name, and refuses one it does 
   CHECK(read_nccl(export_table(t, "nccl", dtype_class::integer)) ==
         std::vector<nccl_config>{{"allreduce", 0, inf, "ring", "simple", -1, 1, 2}});
   CHECK_THROWS_WITH_AS(export_table(t, "mpich"), doctest::Contains("nccl, ucc, ompi, ompi-json"), invalid_argument);
+  table bad = t;
+  bad.rows[3].algorithm = "hierarchical<direct, ring";
+  bad.rows[3].line = 17;
+  for (const char* format : {"nccl", "ucc", "ompi", "ompi-json"})
+    CHECK_THROWS_WITH_AS(export_table(bad, format), doctest::Contains("row 4 (line 17): allreduce 2048-65535 B"),
+                         invalid_argument);
 }

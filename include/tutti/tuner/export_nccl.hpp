@@ -96,7 +96,7 @@ namespace exporting {
   comment("protocol " + o.protocol + " on every line: tutti has no protocols, the plugin must name one");
   comment("collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff");
   for (const row* r : rows_to_export(t, o.dtypes)) {
-    const resolved a = resolve(parse_algorithm(r->algorithm), r->where, t.made.transport);
+    const resolved a = resolve_row(t, *r);
     const std::string head = row_text(t, *r) + " on " + layout_text(r->where) + (a.how.empty() ? "" : " (" + a.how + ")");
     const bool per_rank = r->collective_kind == collective::allgather || r->collective_kind == collective::reduce_scatter;
     const auto factor = static_cast<std::uint64_t>(per_rank ? r->where.world : 1);

@@ -151,7 +151,7 @@ inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
   for (const row* r : rows_to_export(t, o.dtypes)) {
     if (parts.empty() || !(parts.back().where == r->where)) parts.push_back({r->where, {}, {}});
     layout_part& part = parts.back();
-    const resolved a = resolve(parse_algorithm(r->algorithm), r->where, t.made.transport);
+    const resolved a = resolve_row(t, *r);
     part.comments.push_back(row_text(t, *r) + (a.how.empty() ? "" : " (" + a.how + ")"));
     const bool all_ranks = r->collective_kind == collective::allgather || r->collective_kind == collective::alltoall;
     const auto factor = static_cast<std::uint64_t>(all_ranks ? r->where.world : 1);
