@@ -121,7 +121,10 @@ TEST_CASE("export nccl: the plugin reads back every row that has an NCCL counter
 
   nccl_export_options ll;
   ll.protocol = "ll128";
-  CHECK(read_nccl(to_nccl_csv(t, ll)).front().proto == "ll128");
+  const auto with_ll128 = read_nccl(to_nccl_csv(t, ll));
+  CHECK(with_ll128.front().proto == "ll128");
+  CHECK(with_ll128.at(9).algo == "pat");
+  CHECK(with_ll128.at(9).proto == "simple");  // NCCL has PAT with simple only
   ll.protocol = "LL";
   CHECK_THROWS_AS(to_nccl_csv(t, ll), invalid_argument);
 }

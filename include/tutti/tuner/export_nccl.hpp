@@ -89,6 +89,7 @@ namespace exporting {
   if (o.protocol != "simple" && o.protocol != "ll" && o.protocol != "ll128")
     throw invalid_argument("NCCL export: protocol \"" + o.protocol + "\" is not one of simple, ll, ll128");
   constexpr std::size_t line_limit = 250;  // the plugin's fgets reads 255 characters a line
+  const std::string simple = "simple";
   std::string out;
   const auto comment = [&](const std::string& text) { out += clipped("# " + text, line_limit) + "\n"; };
   comment("NCCL tuner plugin configuration (NCCL plugins/tuner/example; NCCL_TUNER_CONFIG_FILE=<this file>)");
@@ -98,8 +99,8 @@ namespace exporting {
   for (const row* r : rows_to_export(t, o.dtypes)) {
     const resolved a = resolve_row(t, *r);
     const std::string head = row_text(t, *r) + " on " + layout_text(r->where) + (a.how.empty() ? "" : " (" + a.how + ")");
-    const bool per_rank = r->collective_kind == collective::allgather || r->collective_kind == collective::reduce_scatter;
-    const auto factor = static_cast<std::uint64_t>(per_rank ? r->where.world : 1);
+    const bool all_ranks = r->collective_kind == collective::allgather || r->collective_kind == collective::reduce_scatter;
+    const auto factor = static_cast<std::uint64_t>(all_ranks ? r->where.world : 1);
     out += "\n";
     comment(head);
     for (const piece& p : nccl_pieces(*r, a)) {
@@ -110,8 +111,9 @@ namespace exporting {
       }
       comment("  " + sizes + " -> " + p.peer + " (" + p.why + ")" + (factor > 1 ? "; NCCL counts bytes over all ranks" : ""));
       const std::uint64_t lo = scaled_min(p.min_bytes, factor), hi = scaled_max(p.max_bytes, factor);
+      const std::string& protocol = p.peer == "pat" ? simple : o.protocol;  // NCCL runs PAT with simple only
       out += std::string(nccl_collective(r->collective_kind)) + "," + std::to_string(lo) + "," + std::to_string(hi) + "," +
-             p.peer + "," + o.protocol + ",-1," + std::to_string(r->where.nodes) + "," + std::to_string(r->where.world) +
+             p.peer + "," + protocol + ",-1," + std::to_string(r->where.nodes) + "," + std::to_string(r->where.world) +
              ",-1,-1\n";
     }
   }
