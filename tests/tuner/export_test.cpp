@@ -21,9 +21,8 @@
 #include <sstream>
 #include <string>
 #include <tuple>
-#include <vector>
-
 #include <tutti/tuner/export.hpp>
+#include <vector>
 
 #include "export_fixture.hpp"
 

@@ -26,6 +26,10 @@
 
 namespace tutti::tuner::exporting {
 
+//! How many tutti::collective values there are (allreduce .. alltoall): the peers' name tables' size.
+inline constexpr std::size_t collective_kinds_exported = 7;
+static_assert(static_cast<std::size_t>(collective::alltoall) + 1 == collective_kinds_exported);
+
 inline constexpr std::uint64_t unbounded = std::numeric_limits<std::uint64_t>::max();  //!< "inf"
 
 //! An algorithm's name taken apart: "hierarchical<direct, ring>" is base "hierarchical" with
@@ -165,12 +169,10 @@ struct piece {
   switch (r.collective_kind) {
     case collective::broadcast:
       return r.where.world < 3 ? unbounded : exporting::halving_doubling_knob(r, "scatter_broadcast_bytes");
-    case collective::reduce:
-      return past(exporting::halving_doubling_knob(r, "tree_reduce_bytes"));
+    case collective::reduce: return past(exporting::halving_doubling_knob(r, "tree_reduce_bytes"));
     case collective::alltoall:
       return r.where.world < 3 ? 0 : past(exporting::halving_doubling_knob(r, "bruck_block_bytes"));
-    default:
-      return unbounded;
+    default: return unbounded;
   }
 }
 

@@ -11,6 +11,7 @@
 //! tutti per rank: those ranges are multiplied by the world size. Rows with no NCCL counterpart
 //! are comment lines saying why; NCCL keeps its own choice there.
 #pragma once
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,23 +30,11 @@ struct nccl_export_options {
 
 namespace exporting {
 
-//! The plugin's name of a collective, or "" when its tuner never sees one (barrier, alltoall).
-[[nodiscard]] inline std::string_view nccl_collective(collective c) {
-  switch (c) {
-    case collective::allreduce:
-      return "allreduce";
-    case collective::allgather:
-      return "allgather";
-    case collective::reduce_scatter:
-      return "reducescatter";
-    case collective::broadcast:
-      return "broadcast";
-    case collective::reduce:
-      return "reduce";
-    default:
-      return "";
-  }
-}
+//! The plugin's name of each collective (tutti::collective's order), "" where its tuner is never
+//! asked (barrier, alltoall).
+inline constexpr std::array<std::string_view, collective_kinds_exported> nccl_names{
+    "allreduce", "reducescatter", "allgather", "broadcast", "", "reduce", ""};
+[[nodiscard]] inline std::string_view nccl_collective(collective c) { return nccl_names[static_cast<std::size_t>(c)]; }
 
 //! tutti's algorithm on this row -> NCCL's (docs/tuning.md has the table).
 [[nodiscard]] inline std::vector<piece> nccl_pieces(const row& r, const resolved& a) {

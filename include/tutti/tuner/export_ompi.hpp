@@ -48,20 +48,13 @@ struct ompi_collective {
 //! The Open MPI collectives a tutti collective is written for.
 [[nodiscard]] inline std::vector<ompi_collective> ompi_collectives(collective c) {
   switch (c) {
-    case collective::allgather:
-      return {{0, "allgather"}};
-    case collective::allreduce:
-      return {{2, "allreduce"}};
-    case collective::alltoall:
-      return {{3, "alltoall"}};
-    case collective::barrier:
-      return {{6, "barrier"}};
-    case collective::broadcast:
-      return {{7, "bcast"}};
-    case collective::reduce:
-      return {{11, "reduce"}};
-    case collective::reduce_scatter:
-      return {{12, "reduce_scatter"}, {13, "reduce_scatter_block"}};
+    case collective::allgather: return {{0, "allgather"}};
+    case collective::allreduce: return {{2, "allreduce"}};
+    case collective::alltoall: return {{3, "alltoall"}};
+    case collective::barrier: return {{6, "barrier"}};
+    case collective::broadcast: return {{7, "bcast"}};
+    case collective::reduce: return {{11, "reduce"}};
+    case collective::reduce_scatter: return {{12, "reduce_scatter"}, {13, "reduce_scatter_block"}};
   }
   return {};
 }
@@ -83,51 +76,33 @@ struct ompi_collective {
   const std::string coll_name(exporting::ompi_collectives(r.collective_kind).front().name);
   if (base == "ring") {
     switch (coll) {
-      case 2:
-        return to(4, "ring", "exact: reduce-scatter + allgather around the ring (tutti's is pipelined)");
-      case 0:
-        return to(4, "ring", "exact");
-      case 12:
-        return to(3, "ring", "exact");
-      case 3:
-        return to(2, "pairwise", "nearest: tutti keeps 8 exchanges in flight, Open MPI's pairwise one");
-      case 6:
-        return to(2, "double_ring", "nearest: tutti's ring barrier goes round once");
-      case 7:
-        return to(3, "pipeline", "nearest: a pipelined chain through every rank");
-      case 11:
-        return to(3, "pipeline", "nearest: a pipelined chain through every rank");
-      default:
-        return exporting::none(r, "coll/tuned has no ring reduce_scatter_block");
+      case 2: return to(4, "ring", "exact: reduce-scatter + allgather around the ring (tutti's is pipelined)");
+      case 0: return to(4, "ring", "exact");
+      case 12: return to(3, "ring", "exact");
+      case 3: return to(2, "pairwise", "nearest: tutti keeps 8 exchanges in flight, Open MPI's pairwise one");
+      case 6: return to(2, "double_ring", "nearest: tutti's ring barrier goes round once");
+      case 7: return to(3, "pipeline", "nearest: a pipelined chain through every rank");
+      case 11: return to(3, "pipeline", "nearest: a pipelined chain through every rank");
+      default: return exporting::none(r, "coll/tuned has no ring reduce_scatter_block");
     }
   }
   if (base == "tree") {
     switch (coll) {
-      case 2:
-        return to(2, "nonoverlapping", "nearest: reduce then broadcast, without tutti's overlap of the two");
-      case 6:
-        return to(6, "tree", "exact: up and down a tree");
-      case 7:
-        return to(4, "split_binary_tree", "nearest: halves down two binary trees");
-      case 11:
-        return to(4, "binary", "nearest: one binary tree where tutti uses two");
-      default:
-        return exporting::none(r, "tutti's tree has no " + coll_name);
+      case 2: return to(2, "nonoverlapping", "nearest: reduce then broadcast, without tutti's overlap of the two");
+      case 6: return to(6, "tree", "exact: up and down a tree");
+      case 7: return to(4, "split_binary_tree", "nearest: halves down two binary trees");
+      case 11: return to(4, "binary", "nearest: one binary tree where tutti uses two");
+      default: return exporting::none(r, "tutti's tree has no " + coll_name);
     }
   }
   if (base == "halving_doubling") {
     const std::uint64_t at = exporting::halving_doubling_switch(r);
     switch (coll) {
-      case 2:
-        return to(6, "rabenseifner", "exact: recursive halving + recursive doubling");
-      case 0:
-        return to(3, "recursive_doubling", "exact at powers of two");
-      case 12:
-        return to(2, "recursive_halving", "exact");
-      case 13:
-        return to(3, "recursive_halving", "exact");
-      case 6:
-        return to(4, "bruck", "exact: a dissemination barrier");
+      case 2: return to(6, "rabenseifner", "exact: recursive halving + recursive doubling");
+      case 0: return to(3, "recursive_doubling", "exact at powers of two");
+      case 12: return to(2, "recursive_halving", "exact");
+      case 13: return to(3, "recursive_halving", "exact");
+      case 6: return to(4, "bruck", "exact: a dissemination barrier");
       case 3:
         return exporting::split_at(r, at, make(3, "modified_bruck", "exact: Bruck"), make(2, "pairwise", "exact"));
       case 7:
@@ -136,8 +111,7 @@ struct ompi_collective {
       case 11:
         return exporting::split_at(r, at, make(5, "binomial", "exact: a binomial tree"),
                                    make(7, "rabenseifner", "exact"));
-      default:
-        return exporting::none(r, "no coll/tuned counterpart");
+      default: return exporting::none(r, "no coll/tuned counterpart");
     }
   }
   if (base == "direct")

@@ -18,6 +18,7 @@
 //! Checked against UCC 1.4.4 itself (tests/tuner/peers/check_ucc.sh): its team score maps hold
 //! exactly the exported ranges and algorithms, per section.
 #pragma once
+#include <array>
 #include <map>
 #include <string>
 #include <string_view>
@@ -38,26 +39,10 @@ struct ucc_export_options {
 
 namespace exporting {
 
-//! UCC's name of a collective (ucc_coll_type_from_str, case-insensitive).
-[[nodiscard]] inline std::string_view ucc_collective(collective c) {
-  switch (c) {
-    case collective::allreduce:
-      return "allreduce";
-    case collective::allgather:
-      return "allgather";
-    case collective::reduce_scatter:
-      return "reduce_scatter";
-    case collective::broadcast:
-      return "bcast";
-    case collective::reduce:
-      return "reduce";
-    case collective::alltoall:
-      return "alltoall";
-    case collective::barrier:
-      return "barrier";
-  }
-  return "";
-}
+//! UCC's name of each collective (tutti::collective's order; ucc_coll_type_from_str reads them).
+inline constexpr std::array<std::string_view, collective_kinds_exported> ucc_names{
+    "allreduce", "reduce_scatter", "allgather", "bcast", "barrier", "reduce", "alltoall"};
+[[nodiscard]] inline std::string_view ucc_collective(collective c) { return ucc_names[static_cast<std::size_t>(c)]; }
 
 inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
 
@@ -131,8 +116,7 @@ inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
         return to("2step", "nearest: inside each node and across, UCC overlapping the two", cl_hier);
       case collective::alltoall:
         return to("pairwise", "exact: tutti's hierarchical alltoall is the flat pairwise exchange");
-      default:
-        return exporting::none(r, "CL/HIER has no " + coll + " (allgatherv only)");
+      default: return exporting::none(r, "CL/HIER has no " + coll + " (allgatherv only)");
     }
   }
   return exporting::none(r, "no UCC counterpart known for " + a.name.text());
