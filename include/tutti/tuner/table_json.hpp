@@ -184,7 +184,8 @@ inline constexpr std::array all_classes{dtype_class::floating, dtype_class::inte
   const YAML::Node* n = o.find(field);
   if (!n) return values;
   std::vector<std::string> known_names;
-  for (std::string_view rest = knob_names(); !rest.empty();) {
+  const std::string all = knob_names();
+  for (std::string_view rest = all; !rest.empty();) {
     const auto comma = rest.find(", ");
     known_names.emplace_back(rest.substr(0, comma));
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
