@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,7 +70,8 @@ tutti::rank_info started_as_job(const options& o) {
                       (info.launcher == "none" ? std::string("no launcher started this one (no TUTTI_RANK, TUTTI_WORLD_SIZE)")
                                                : "the launcher (" + info.launcher + ") started 1 rank") +
                       "; start it like the job: tutti-run -n 4 -- tutti-tune --transport " + o.transport};
-  if (info.rank == 0 && !o.merge.empty()) (void)tutti::tuner::read_table_file(o.merge);  // refuse a bad one now
+  // --merge FILE: refuse a bad table now, not after the sweep; a missing one starts a new table.
+  if (info.rank == 0 && !o.merge.empty() && std::filesystem::exists(o.merge)) (void)tutti::tuner::read_table_file(o.merge);
   // The communicator's own table must be the same on every rank and valid for these candidates:
   // the built-in one. The sweep forces every candidate itself; TUTTI_TUNING_FILE is not read.
   if (std::getenv("TUTTI_TUNING_FILE")) {
