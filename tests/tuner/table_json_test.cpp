@@ -39,7 +39,9 @@ table full_table() {
   t.made.command = "tutti-tune --output t.json";
   t.made.tune_seconds = 93.5;
   t.made.noise_rule = "the rule";
-  t.model = fitted_model{1e-6, 2.5e-10, 3e-6, 1.0 / 3.0, 1e-11, 0.05, 0.19, 120};
+  t.model = fitted_model{.alpha_intra = 1e-6, .beta_intra = 2.5e-10, .alpha_inter = 3e-6, .beta_inter = 1.0 / 3.0,
+                         .gamma = 1e-11, .switch_cost = 2e-5, .rms_relative_error = 0.05, .max_relative_error = 0.19,
+                         .samples = 120};
   row a = make_row(0, 2047, "halving_doubling");
   a.tuning = {{"halving_doubling.tree_reduce_bytes", 8192}, {"halving_doubling.bruck_block_bytes", 64}};
   a.winner = measurement{"halving_doubling", {}, 30.1, 1.2, 0.01};
@@ -162,6 +164,7 @@ TEST_CASE("table_json: round trip; the hash is the same however the JSON is spac
   CHECK(back.rows[0].runner_up->median_us == 80.2);
   CHECK(back.rows[0].runner_up->tuning == std::vector<tuning_value>{{"direct.one_shot_bytes", 1}});
   CHECK(back.model->beta_inter == 1.0 / 3.0);
+  CHECK(back.model->switch_cost == 2e-5);
   CHECK(back.made.hosts == t.made.hosts);
   CHECK(back.made.cpu == t.made.cpu);
   REQUIRE(back.samples.size() == 1);

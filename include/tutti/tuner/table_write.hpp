@@ -183,7 +183,7 @@ inline void model_line(std::string& out, const fitted_model& m) {
   for (const auto& [name, value] :
        {std::pair{"alpha_intra", m.alpha_intra}, std::pair{"beta_intra", m.beta_intra},
         std::pair{"alpha_inter", m.alpha_inter}, std::pair{"beta_inter", m.beta_inter}, std::pair{"gamma", m.gamma},
-        std::pair{"rms_relative_error", m.rms_relative_error}, std::pair{"max_relative_error", m.max_relative_error}}) {
+        std::pair{"switch_cost", m.switch_cost}, std::pair{"rms_relative_error", m.rms_relative_error}, std::pair{"max_relative_error", m.max_relative_error}}) {
     key(out, name, first);
     number(out, value, name);
   }
