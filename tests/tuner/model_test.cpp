@@ -1,0 +1,197 @@
+//! @file model_test.cpp  tuner::predict (terms and predictions by algorithm name, oversubscription) and tuner::fit_samples.
+#include <doctest/doctest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include <tutti/tuner/predict.hpp>
+
+using namespace tutti::tuner;
+using tutti::collective;
+
+namespace {
+void check_terms(const std::optional<cost_terms>& t, double a_intra, double b_intra, double a_inter, double b_inter, double g,
+                 double s = 0) {
+  REQUIRE(t.has_value());
+  CHECK(t->a_intra == doctest::Approx(a_intra));
+  CHECK(t->b_intra == doctest::Approx(b_intra));
+  CHECK(t->a_inter == doctest::Approx(a_inter));
+  CHECK(t->b_inter == doctest::Approx(b_inter));
+  CHECK(t->g == doctest::Approx(g));
+  CHECK(t->s == doctest::Approx(s));
+}
+constexpr double KiB = 1024, MiB = 1024 * KiB;
+const layout one_node4{4, 1, 4}, two_by_two{4, 2, 2}, four_by_one{4, 4, 1};
+}  // namespace
+
+TEST_CASE("predict: split_composed_name finds the top-level comma") {
+  const auto p = split_composed_name("hierarchical<hierarchical<direct, ring>, tree>");
+  REQUIRE(p);
+  CHECK(p->outer == "hierarchical");
+  CHECK(p->first == "hierarchical<direct, ring>");
+  CHECK(p->second == "tree");
+  CHECK_FALSE(split_composed_name("ring"));
+  CHECK_FALSE(split_composed_name("hierarchical<ring>"));
+}
+
+TEST_CASE("predict: ring pays its messages once per chunk round") {
+  // 4 ranks, 1 MiB: segments of 256 KiB fit one 512 KiB chunk -> the textbook 2(p-1) messages
+  check_terms(terms_of("ring", collective::allreduce, one_node4, MiB), 6, 1.5 * MiB, 0, 0, 0.75 * MiB);
+  // 64 MiB: 16 MiB segments = 32 rounds of 6 messages
+  check_terms(terms_of("ring", collective::allreduce, one_node4, 64 * MiB), 6 * 32, 1.5 * 64 * MiB, 0, 0, 0.75 * 64 * MiB);
+  // on 4 nodes every step crosses the network (one rank per node at a time: no crowd)
+  check_terms(terms_of("ring", collective::allreduce, four_by_one, MiB), 0, 0, 6, 1.5 * MiB, 0.75 * MiB);
+  // allgather and reduce_scatter count one rank's block: 4 x 256 KiB in all
+  check_terms(terms_of("ring", collective::allgather, one_node4, 256 * KiB), 3, 0.75 * MiB, 0, 0, 0);
+  check_terms(terms_of("ring", collective::reduce_scatter, one_node4, 256 * KiB), 3, 0.75 * MiB, 0, 0, 0.75 * MiB);
+  check_terms(terms_of("ring", collective::barrier, one_node4, 0), 3, 0, 0, 0, 0);
+}
+
+TEST_CASE("predict: direct is one-shot up to its knob, two-shot stage by stage above, one node only") {
+  check_terms(terms_of("direct", collective::allreduce, {3, 1, 3}, KiB), 1, 3 * KiB, 0, 0, 2 * KiB);
+  // 4 MiB = 4 stages of 1 MiB: 2 synchronisations each and the last "done"; copy in, 2(p-1)/p read
+  check_terms(terms_of("direct", collective::allreduce, one_node4, 4 * MiB), 9, 4 * MiB * 2.5, 0, 0, 0.75 * 4 * MiB);
+  // 48 KiB: two-shot by default (32 KiB), one-shot with direct.one_shot_bytes = 64 KiB
+  const std::vector<tuning_value> wider{{"direct.one_shot_bytes", 64 * 1024}};
+  CHECK(terms_of("direct", collective::allreduce, one_node4, 48 * KiB)->a_intra == 3);
+  CHECK(terms_of("direct", collective::allreduce, one_node4, 48 * KiB, 0, wider)->a_intra == 1);
+  CHECK_FALSE(terms_of("direct", collective::allreduce, two_by_two, KiB));  // reads peers' memory: one node
+  CHECK_THROWS_AS((void)terms_of("direct", collective::allreduce, one_node4, KiB, 0,
+                                 std::vector<tuning_value>{{"direct.no_such", 1}}),
+                  tutti::invalid_argument);
+}
+
+TEST_CASE("predict: tree is pipelined, halving_doubling charges each step on its partner's level") {
+  // 4 ranks, 8 B: depth 2, one chunk of 4 B per tree: 4 steps
+  check_terms(terms_of("tree", collective::allreduce, one_node4, 8), 4, 32, 0, 0, 16);
+  CHECK_FALSE(terms_of("tree", collective::reduce_scatter, one_node4, 8));
+  // 2 x 2: the first halving step (distance 2) crosses nodes with both ranks of a node at once
+  check_terms(terms_of("halving_doubling", collective::allreduce, two_by_two, KiB), 2, 512, 2, 2 * 1024, 768);
+  // 6 ranks on one node: 4 in the power-of-two phase, 2 folded in with the whole vector
+  check_terms(terms_of("halving_doubling", collective::allreduce, {6, 1, 6}, MiB), 4 + 2, 1.5 * MiB + 2 * MiB, 0, 0,
+              0.75 * MiB + MiB);
+}
+
+TEST_CASE("predict: hierarchical = intra reduce-scatter + ppn inter allreduces of 1/ppn + intra allgather") {
+  // 2 x 2, 1 MiB: direct reduce-scatter (2 epochs), ring over 2 nodes on 512 KiB by both ranks of
+  // a node at once through one link (bytes x 2), direct allgather (2 epochs)
+  check_terms(terms_of("hierarchical<direct, ring>", collective::allreduce, two_by_two, MiB), 4, 2 * MiB, 2, MiB, 0.75 * MiB);
+  // tree cannot reduce-scatter: reduce to local 0, allreduce the whole vector, broadcast
+  const auto t = terms_of("hierarchical<tree, ring>", collective::allreduce, two_by_two, MiB);
+  REQUIRE(t);
+  CHECK(t->b_inter == doctest::Approx(MiB));  // ring over 2 on the whole vector, one flow per node
+  // one node: Intra; one rank per node: Inter
+  CHECK(terms_of("hierarchical<direct, ring>", collective::allreduce, one_node4, MiB)->a_intra ==
+        terms_of("direct", collective::allreduce, one_node4, MiB)->a_intra);
+  CHECK(terms_of("hierarchical<direct, ring>", collective::allreduce, four_by_one, MiB)->b_inter ==
+        doctest::Approx(terms_of("ring", collective::allreduce, four_by_one, MiB)->b_inter));
+  CHECK(terms_of("hierarchical<hierarchical<direct, ring>, ring>", collective::allreduce, two_by_two, MiB));
+  CHECK_FALSE(terms_of("hierarchical<direct, ring>", collective::allreduce, {5, 2, 0}, MiB));  // uneven nodes
+  CHECK_FALSE(terms_of("hierarchical<direct, ring>", collective::allgather, two_by_two, MiB));
+}
+
+TEST_CASE("predict: every candidate tutti-tune measures has a prediction; unknown names have none") {
+  const cost_parameters p{{1e-6, 1e-10}, {2e-5, 1e-9}, 5e-11};
+  for (const char* name : {"ring", "direct", "tree", "halving_doubling", "hierarchical<direct, ring>",
+                           "hierarchical<ring, ring>", "hierarchical<direct, tree>", "hierarchical<direct, halving_doubling>"}) {
+    CAPTURE(name);
+    for (double bytes : {8.0, 64 * KiB, 256 * MiB}) {
+      const auto t = predicted_seconds(p, name, collective::allreduce, {3, 1, 3}, bytes);
+      REQUIRE(t);
+      CHECK(*t > 0);
+    }
+  }
+  CHECK_FALSE(predicted_seconds(p, "bruck", collective::allreduce, one_node4, 8));
+  CHECK_FALSE(predicted_seconds(p, "tuned<ring, direct>", collective::allreduce, one_node4, 8));
+  // priced as seconds(): ring over 4 nodes, 1 MiB
+  CHECK(*predicted_seconds(p, "ring", collective::allreduce, four_by_one, MiB) ==
+        doctest::Approx(6 * 2e-5 + 1.5 * MiB * 1e-9 + 0.75 * MiB * 5e-11));
+}
+
+TEST_CASE("predict: oversubscription stretches CPU work by ranks/cores and charges waits on descheduled peers") {
+  // 4 ranks on 2 cores: o = 2; ring 8 B has 6 messages: 12 intra alphas, 6 x (1 - 1/2) switches
+  check_terms(terms_of("ring", collective::allreduce, one_node4, 8, 2), 2 * 6, 2 * 12, 0, 0, 2 * 6, 3);
+  check_terms(terms_of("ring", collective::allreduce, one_node4, 8, 4), 6, 12, 0, 0, 6, 0);  // enough cores
+  check_terms(terms_of("ring", collective::allreduce, one_node4, 8, 0), 6, 12, 0, 0, 6, 0);  // unknown: none
+  // network terms are not stretched; their waits count (4 hosts sharing 2 cores: 0.5 each)
+  check_terms(terms_of("ring", collective::allreduce, four_by_one, 8, 0.5), 0, 0, 6, 12, 2 * 6, 3);
+  cost_parameters p{{1e-6, 0}, {}, 0};
+  p.switch_cost = 5e-6;
+  CHECK(*predicted_seconds(p, "direct", collective::allreduce, {3, 1, 3}, 8, 2) == doctest::Approx(1.5e-6 + 5e-6 / 3));
+}
+
+TEST_CASE("predict: parameters_of takes a table's fitted model") {
+  fitted_model m;
+  m.alpha_intra = 1, m.beta_intra = 2, m.alpha_inter = 3, m.beta_inter = 4, m.gamma = 5, m.switch_cost = 6;
+  const auto p = parameters_of(m);
+  CHECK(p.intra.alpha == 1);
+  CHECK(p.intra.beta == 2);
+  CHECK(p.inter.alpha == 3);
+  CHECK(p.inter.beta == 4);
+  CHECK(p.gamma == 5);
+  CHECK(p.switch_cost == 6);
+  CHECK(p.node_links == 1);
+}
+
+#if TUTTI_HAVE_EIGEN
+#include <tutti/tuner/fit_table.hpp>
+
+TEST_CASE("fit_samples: recovers alpha, beta, gamma and the switch cost from a synthetic tune run within 5 %") {
+  cost_parameters truth{{0.9e-6, 1.0 / 5e9}, {30e-6, 1.0 / 1.1e8}, 1.0 / 4e9};
+  truth.switch_cost = 5e-6;
+  const double cores = 2;
+  std::mt19937 rng(20261126);
+  std::uniform_real_distribution<double> noise(-0.02, 0.02);
+  std::vector<sample> samples;
+  const auto add = [&](const layout& where, const std::string& name, double bytes, std::vector<tuning_value> tuning = {}) {
+    sample s;
+    s.where = where;
+    s.bytes = static_cast<std::uint64_t>(bytes);
+    s.measured.algorithm = name;
+    s.measured.tuning = std::move(tuning);
+    const auto t = predicted_seconds(truth, name, collective::allreduce, where, bytes, cores, s.measured.tuning);
+    REQUIRE(t);
+    s.measured.median_us = *t * 1e6 * (1 + noise(rng));
+    samples.push_back(s);
+  };
+  for (double bytes = 8; bytes <= 256 * MiB; bytes *= 4) {
+    for (const layout& w : {layout{2, 1, 2}, layout{3, 1, 3}, one_node4})
+      for (const char* name : {"ring", "direct", "tree", "halving_doubling", "hierarchical<direct, ring>"}) add(w, name, bytes);
+    add(one_node4, "direct", bytes, {{"direct.one_shot_bytes", 128 * 1024}});
+    for (const layout& w : {two_by_two, four_by_one})
+      for (const char* name : {"ring", "tree", "halving_doubling", "hierarchical<direct, ring>", "hierarchical<ring, ring>"})
+        add(w, name, bytes);
+  }
+  // left out: no formula, no time, another dtype class
+  sample unknown = samples.front();
+  unknown.measured.algorithm = "bruck";
+  sample untimed = samples.front();
+  untimed.measured.median_us = 0;
+  sample integer = samples.front();
+  integer.dtypes = dtype_class::integer;
+  samples.insert(samples.begin(), {unknown, untimed, integer});
+
+  const auto r = fit_samples_with_residuals(samples, {cores, 1, dtype_class::floating});
+  CHECK(r.left_out == 3);
+  CHECK(r.residuals.size() == samples.size() - 3);
+  CHECK(r.residuals.front().sample == 3);
+  for (bool f : r.fit.fitted) CHECK(f);
+  CHECK(r.fit.switch_cost_fitted);
+  CHECK(r.model.alpha_intra == doctest::Approx(truth.intra.alpha).epsilon(0.05));
+  CHECK(r.model.beta_intra == doctest::Approx(truth.intra.beta).epsilon(0.05));
+  CHECK(r.model.alpha_inter == doctest::Approx(truth.inter.alpha).epsilon(0.05));
+  CHECK(r.model.beta_inter == doctest::Approx(truth.inter.beta).epsilon(0.05));
+  CHECK(r.model.gamma == doctest::Approx(truth.gamma).epsilon(0.05));
+  CHECK(r.model.switch_cost == doctest::Approx(truth.switch_cost).epsilon(0.05));
+  CHECK(r.model.samples == r.residuals.size());
+  CHECK(r.model.max_relative_error < 0.05);
+  for (const auto& e : r.residuals) CHECK(std::abs(e.relative_error()) < 0.05);
+  CHECK(fit_samples(samples, {cores, 1, dtype_class::floating}).gamma == doctest::Approx(r.model.gamma));
+
+  // a table whose samples the model cannot use is refused, naming the count
+  CHECK_THROWS_WITH_AS((void)fit_samples(std::span(samples).first(3), {cores, 1, dtype_class::floating}), doctest::Contains("0 sample(s)"), tutti::invalid_argument);
+}
+#else
+TEST_CASE("fit_samples: not built (Eigen 3 not found: tutti::eigen missing)") {}
+#endif
