@@ -1,0 +1,119 @@
+//! @file export_nccl.hpp  A tuning table as the CSV file NCCL's example tuner plugin reads
+//! (NCCL plugins/tuner/example, NCCL_TUNER_CONFIG_FILE).
+//!
+//! One line per configuration, as that plugin's loadConfig reads it:
+//! `collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff`.
+//! The plugin reads lines with fgets into 256 bytes, skips a line only when its first character
+//! is '#' or it is empty, takes the first line that matches a call (sizes inclusive at both ends,
+//! -1 a wildcard) and reads an unknown collective or algorithm name as allreduce or ring — so
+//! this writer never writes a line longer than 250 characters and never a collective NCCL lacks.
+//! NCCL counts allgather's and reducescatter's bytes over all ranks (ncclFuncMaxSendRecvCount),
+//! tutti per rank: those ranges are multiplied by the world size. Rows with no NCCL counterpart
+//! are comment lines saying why; NCCL keeps its own choice there.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tutti/tuner/export_common.hpp"
+
+namespace tutti::tuner {
+
+struct nccl_export_options {
+  dtype_class dtypes = dtype_class::floating;  //!< NCCL's tuner does not see the element type
+  //! NCCL chooses an (algorithm, protocol) pair and the plugin can only prefer a pair: tutti has
+  //! no protocols, so one is written for every line. "simple" moves data as tutti's schedules do;
+  //! "ll" or "ll128" trade bandwidth for latency.
+  std::string protocol = "simple";
+};
+
+namespace exporting {
+
+//! The plugin's name of a collective, or "" when its tuner never sees one (barrier, alltoall).
+[[nodiscard]] inline std::string_view nccl_collective(collective c) {
+  switch (c) {
+    case collective::allreduce: return "allreduce";
+    case collective::allgather: return "allgather";
+    case collective::reduce_scatter: return "reducescatter";
+    case collective::broadcast: return "broadcast";
+    case collective::reduce: return "reduce";
+    default: return "";
+  }
+}
+
+//! tutti's algorithm on this row -> NCCL's (docs/tuning.md has the table).
+[[nodiscard]] inline std::vector<piece> nccl_pieces(const row& r, const resolved& a) {
+  const collective c = r.collective_kind;
+  const auto to = [&](std::string peer, std::string why) {
+    piece p;
+    p.peer = std::move(peer);
+    p.why = std::move(why);
+    return whole(r, std::move(p));
+  };
+  if (nccl_collective(c).empty())
+    return none(r, "NCCL's tuner plugin is never asked about " + std::string(name_of(c)));
+  const std::string& base = a.name.base;
+  if (base == "ring") return to("ring", "exact: NCCL's ring, pipelined in chunks as tutti's");
+  if (base == "tree") {
+    if (c == collective::allreduce) return to("tree", "exact: NCCL's tree is the same pipelined double binary tree");
+    return none(r, "NCCL runs " + std::string(name_of(c)) + " by ring (and pat, nvls, collnet), never by tree");
+  }
+  if (base == "halving_doubling") {
+    if (c == collective::allreduce)
+      return to("tree", "nearest: log-latency like recursive halving-doubling, which NCCL does not have");
+    if (c == collective::allgather || c == collective::reduce_scatter)
+      return to("pat", "nearest: NCCL's PAT is a log-step schedule (NCCL runs it with one rank per node only)");
+    return none(r, "NCCL has no log-latency " + std::string(name_of(c)));
+  }
+  if (base == "direct")
+    return none(r, "direct reads peers' memory in place; NCCL has no such algorithm (nvls is nearest in spirit, on NVSwitch only)");
+  if (base == "hierarchical" && a.name.args.size() == 2) {
+    const std::string& across = a.name.args[1].base;
+    if (across == "ring")
+      return to("ring", "nearest: NCCL's rings already cross each node boundary once, as hierarchical<..., ring> does");
+    if ((across == "tree" || across == "halving_doubling") && c == collective::allreduce)
+      return to("tree", "nearest: NCCL's tree is a chain inside each node and a double binary tree across nodes");
+    return none(r, a.name.text() + " has no NCCL counterpart for " + std::string(name_of(c)));
+  }
+  return none(r, "no NCCL counterpart known for " + a.name.text());
+}
+
+}  // namespace exporting
+
+//! The table's rows for `o.dtypes` as NCCL tuner-plugin CSV (see the file comment). Throws
+//! invalid_argument for a protocol NCCL does not name (the plugin would silently read "simple").
+[[nodiscard]] inline std::string to_nccl_csv(const table& t, const nccl_export_options& o = {}) {
+  using namespace exporting;
+  if (o.protocol != "simple" && o.protocol != "ll" && o.protocol != "ll128")
+    throw invalid_argument("NCCL export: protocol \"" + o.protocol + "\" is not one of simple, ll, ll128");
+  constexpr std::size_t line_limit = 250;  // the plugin's fgets reads 255 characters a line
+  std::string out;
+  const auto comment = [&](const std::string& text) { out += clipped("# " + text, line_limit) + "\n"; };
+  comment("NCCL tuner plugin configuration (NCCL plugins/tuner/example; NCCL_TUNER_CONFIG_FILE=<this file>)");
+  for (const auto& line : provenance_lines(t, "NCCL", o.dtypes)) comment(line);
+  comment("protocol " + o.protocol + " on every line: tutti has no protocols, the plugin must name one");
+  comment("collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff");
+  for (const row* r : rows_to_export(t, o.dtypes)) {
+    const resolved a = resolve(parse_algorithm(r->algorithm), r->where, t.made.transport);
+    const std::string head = row_text(t, *r) + " on " + layout_text(r->where) + (a.how.empty() ? "" : " (" + a.how + ")");
+    const bool per_rank = r->collective_kind == collective::allgather || r->collective_kind == collective::reduce_scatter;
+    const auto factor = static_cast<std::uint64_t>(per_rank ? r->where.world : 1);
+    out += "\n";
+    comment(head);
+    for (const piece& p : nccl_pieces(*r, a)) {
+      const std::string sizes = std::to_string(p.min_bytes) + "-" + bytes_text(p.max_bytes) + " B";
+      if (p.peer.empty()) {
+        comment("  " + sizes + ": no NCCL counterpart, NCCL keeps its own choice: " + p.why);
+        continue;
+      }
+      comment("  " + sizes + " -> " + p.peer + " (" + p.why + ")" + (factor > 1 ? "; NCCL counts bytes over all ranks" : ""));
+      const std::uint64_t lo = scaled_min(p.min_bytes, factor), hi = scaled_max(p.max_bytes, factor);
+      out += std::string(nccl_collective(r->collective_kind)) + "," + std::to_string(lo) + "," + std::to_string(hi) + "," +
+             p.peer + "," + o.protocol + ",-1," + std::to_string(r->where.nodes) + "," + std::to_string(r->where.world) +
+             ",-1,-1\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace tutti::tuner
