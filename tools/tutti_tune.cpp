@@ -98,16 +98,16 @@ int tune_on(Comm& comm, const options& o, const tutti::rank_info& info, std::uin
                  bytes_text(sizes.front()).c_str(), bytes_text(sizes.back()).c_str(), o.reps, o.budget_s);
   sweep run(a, o, all);
   const sweep_report report = run.run();
-  tutti::tuner::provenance made =
-      gather_provenance(a, o.transport, o.command, info.launcher + "; " + report.text);
+  const std::string command = o.command + " (launcher " + info.launcher + ", " + std::to_string(where.world) +
+                              " ranks; " + report.text + ")";
+  tutti::tuner::provenance made = gather_provenance(a, o.transport, command);  // collective: every rank
   made.tune_seconds = report.seconds;
   double failed[1] = {0};
   if (info.rank == 0) {
     try {
-      const std::string fallback = automatic_choice<Transport>(where);
-      write_output(o, build_table(all, where, a.candidates(), fallback, std::move(made)));
+      write_table_of(o, all, where, a.candidates(), automatic_choice<Transport>(where), std::move(made));
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "tutti-tune: %s\n", e.what());
+      std::fprintf(stderr, "tutti-tune: error: %s\n", e.what());
       failed[0] = 1;
     }
   }
@@ -136,6 +136,19 @@ int run_multi_node(const options& o) {
 #endif
 
 }  // namespace
+
+namespace tune {
+candidate_set candidates_for_layout(const tutti::tuner::layout& l) {
+  static constexpr auto on_shm = shm_candidates::candidates_for<alg::context<tutti::transport::shm>>();
+#if defined(TUTTI_HAVE_UCX) && defined(TUTTI_HAVE_NET)
+  static constexpr auto across = multi_node_candidates::candidates_for<alg::context<tutti::transport::multi_node>>();
+  if (l.nodes > 1) return {across, multi_node_candidates::name};
+#else
+  (void)l;
+#endif
+  return {on_shm, shm_candidates::name};
+}
+}  // namespace tune
 
 int main(int argc, char** argv) {
   try {

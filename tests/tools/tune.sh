@@ -21,7 +21,7 @@ grep -q '"direct.one_shot_bytes"' "$table" || fail "no knob variant of direct wa
 
 "$tune" --check "$table" >"$tmp/check.out" 2>"$tmp/check.err" || fail "--check refused tutti-tune's own table"
 expect_in "$tmp/check.out" "a valid tutti tuning table" "--check's verdict"
-expect_in "$tmp/check.out" "world 2 (1 node(s) x 2 ranks)" "--check's layout"
+expect_in "$tmp/check.out" "1x2 (world 2)" "--check's layout"
 
 # A hand edit that names an algorithm nobody compiled: refused with the row and its line.
 sed '0,/"algorithm": "[a-z_<>, ]*"/s//"algorithm": "rnig"/' "$table" >"$tmp/broken.json"
@@ -45,6 +45,6 @@ launch merge -n 3 --no-prefix -- "$tune" --sizes 8 --reps 2 --target-ms 1 --budg
   --merge "$table" --output "$tmp/merged.json"
 expect_status 0 "tutti-tune -n 3 --merge"
 "$tune" --check "$tmp/merged.json" >"$tmp/merged_check.out" 2>&1 || fail "--check of the merged table"
-expect_in "$tmp/merged_check.out" "world 2 (1 node(s) x 2 ranks)" "the merged table's first layout"
-expect_in "$tmp/merged_check.out" "world 3 (1 node(s) x 3 ranks)" "the merged table's second layout"
+expect_in "$tmp/merged_check.out" "1x2 (world 2)" "the merged table's first layout"
+expect_in "$tmp/merged_check.out" "1x3 (world 3)" "the merged table's second layout"
 exit 0

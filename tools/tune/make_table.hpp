@@ -6,8 +6,24 @@
 #include <string>
 #include <vector>
 
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <span>
+#include <thread>
+
+#include "files.hpp"
+#include "options.hpp"
 #include "sweep.hpp"
+#include "tutti/core/error.hpp"
+#include "tutti/tuner/choose.hpp"
+#include "tutti/tuner/selection.hpp"
 #include "tutti/tuner/table.hpp"
+#include "tutti/tuner/table_json.hpp"
+#include "tutti/tuner/table_write.hpp"
+#if defined(TUTTI_HAVE_EIGEN)
+#include "tutti/tuner/fit_table.hpp"
+#endif
 
 namespace tune {
 
@@ -78,6 +94,72 @@ template <class Item>
   t.model = fresh.model;  // refitted over every sample by the caller when it can
   t.source = fresh.source;
   return t;
+}
+
+//! The rows of every series by the honest rule (tuner/choose.hpp): the default is `by_default`
+//! (what algorithm::automatic runs here) where it has the collective, else the first candidate
+//! that has it (what tuned<...> falls back to); ties go by tuned<...>'s order, defaults first.
+[[nodiscard]] inline std::vector<tutti::tuner::row> rows_of(const std::vector<series>& all,
+                                                            std::span<const tutti::tuner::sample> samples,
+                                                            const tutti::tuner::layout& where, const std::string& by_default) {
+  std::vector<tutti::tuner::row> rows;
+  for (const auto& s : all) {
+    if (s.contenders.empty()) continue;
+    std::vector<tutti::tuner::contender> order;
+    for (const auto& c : s.contenders) order.push_back({c.algorithm, c.tuning});
+    const bool has_default = std::any_of(s.contenders.begin(), s.contenders.end(),
+                                         [&](const contender& c) { return !c.knob && c.algorithm == by_default; });
+    const tutti::tuner::contender deflt{has_default ? by_default : s.contenders.front().algorithm, {}};
+    for (auto& r : tutti::tuner::choose(samples, s.collective, tutti::tuner::class_of(s.type), where, deflt, order))
+      rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+//! The cost model fitted to every sample of `t` (float ones when there are any: gamma differs
+//! between classes), or none without Eigen or with too few samples (then rank 0 says why).
+inline void fit_model(tutti::tuner::table& t, const options& o) {
+  t.model.reset();
+#if defined(TUTTI_HAVE_EIGEN)
+  tutti::tuner::fit_options f;
+  const bool any_float = std::any_of(t.samples.begin(), t.samples.end(), [](const tutti::tuner::sample& s) {
+    return s.dtypes == tutti::tuner::dtype_class::floating;
+  });
+  f.of_class = any_float ? tutti::tuner::dtype_class::floating : tutti::tuner::dtype_class::integer;
+  if (o.machine_cores > 0) f.machine_cores = o.machine_cores;
+  else f.cores_per_node = std::thread::hardware_concurrency();
+  try {
+    t.model = tutti::tuner::fit_samples(t.samples, f);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tutti-tune: note: no cost model in the table: %s\n", e.what());
+  }
+#else
+  (void)o;
+  std::fprintf(stderr, "tutti-tune: note: no cost model in the table: this tutti-tune was built without Eigen\n");
+#endif
+}
+
+//! Rank 0, after the sweep: the table (merged with --merge's), checked as tuned<...> will compile
+//! it, written through a temporary file.
+inline void write_table_of(const options& o, const std::vector<series>& all, const tutti::tuner::layout& where,
+                           std::span<const tutti::tuner::candidate_info> candidates, const std::string& by_default,
+                           tutti::tuner::provenance made) {
+  tutti::tuner::table fresh;
+  for (const auto& s : all)
+    for (auto& x : samples_of(s, where)) fresh.samples.push_back(std::move(x));
+  fresh.rows = rows_of(all, fresh.samples, where, by_default);
+  made.noise_rule = tutti::tuner::noise_rule;
+  fresh.made = std::move(made);
+  fresh.source = o.output;
+  tutti::tuner::table t = std::move(fresh);
+  if (!o.merge.empty() && std::filesystem::exists(o.merge)) t = merged(tutti::tuner::read_table_file(o.merge), std::move(t));
+  fit_model(t, o);
+  (void)tutti::tuner::compile(t, where, candidates, 0);  // what tuned<...> will check, before anyone reads it
+  write_file(o.output, tutti::tuner::write_table(t));
+  std::fprintf(stderr, "tutti-tune: wrote %s: %zu rows and %zu samples (this layout: %zu rows)\n", o.output.c_str(),
+               t.rows.size(), t.samples.size(),
+               static_cast<std::size_t>(std::count_if(t.rows.begin(), t.rows.end(),
+                                                      [&](const tutti::tuner::row& r) { return r.where == where; })));
 }
 
 }  // namespace tune

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <span>
 #include <string>
 #include <vector>
@@ -12,23 +11,16 @@
 #include <tutti/algorithm/context.hpp>
 #include <tutti/core/error.hpp>
 #include <tutti/tuner/choose.hpp>
-#include <tutti/tuner/default_table.hpp>
+#include <tutti/tuner/explain.hpp>
+#include <tutti/tuner/interpolate.hpp>
 #include <tutti/tuner/selection.hpp>
 #include <tutti/tuner/table.hpp>
-#include <tutti/tuner/table_json.hpp>
-#include <tutti/tuner/table_write.hpp>
 
+#include "files.hpp"
 #include "options.hpp"
 #include "sweep.hpp"
 
 namespace tune {
-
-//! --table FILE, else TUTTI_TUNING_FILE, else the built-in default: what tuned<...> would read.
-[[nodiscard]] inline tutti::tuner::table table_for(const options& o) {
-  if (!o.table.empty()) return tutti::tuner::read_table_file(o.table);
-  if (const char* file = std::getenv("TUTTI_TUNING_FILE"); file && *file) return tutti::tuner::read_table_file(file);
-  return tutti::tuner::read_table(tutti::tuner::default_table_json, tutti::tuner::default_table_source);
-}
 
 //! Every layout the rows (and samples) of `t` are for, in the order first met.
 [[nodiscard]] inline std::vector<tutti::tuner::layout> layouts_of(const tutti::tuner::table& t) {
@@ -41,9 +33,9 @@ namespace tune {
   return all;
 }
 
-[[nodiscard]] inline std::string layout_text(const tutti::tuner::layout& l) {
-  return "world " + std::to_string(l.world) + " (" + std::to_string(l.nodes) + " node(s) x " +
-         (l.ranks_per_node ? std::to_string(l.ranks_per_node) : std::string("uneven")) + " ranks)";
+//! "1x4 (world 4)".
+[[nodiscard]] inline std::string layout_words(const tutti::tuner::layout& l) {
+  return tutti::tuner::layout_text(l) + " (world " + std::to_string(l.world) + ")";
 }
 
 //! "0 B..2047 B" with the last range's "inf".
@@ -76,7 +68,7 @@ inline int check_mode(const options& o) {
     const candidate_set set = candidates_for_layout(where);
     // Throws invalid_argument with the row and line of the first bad row (or gap, or overlap).
     (void)tutti::tuner::compile(t, where, set.candidates, 0);
-    std::printf("%s, checked against %s:\n", layout_text(where).c_str(), std::string(set.name).c_str());
+    std::printf("%s, checked against %s:\n", layout_words(where).c_str(), std::string(set.name).c_str());
     std::vector<const tutti::tuner::row*> rows;
     for (const auto& r : t.rows)
       if (r.where == where) rows.push_back(&r);
@@ -125,17 +117,8 @@ inline int explain_mode(const options& o) {
   return 0;
 }
 
-//! Writes `text` to `path` through a temporary file and a rename: a failed run leaves no half table.
-inline void write_file(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".partial";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) throw tutti::invalid_argument("cannot write '" + temporary + "'");
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0)
-    throw tutti::invalid_argument("cannot rename '" + temporary + "' to '" + path + "'");
-}
+//! --export FORMAT (tools/tune/export_mode.cpp: tuner/export.hpp's helpers and tuner/choose.hpp's
+//! share names, so they live in a translation unit of their own).
+int export_mode(const options& o);
 
 }  // namespace tune

@@ -39,6 +39,7 @@ struct options {
   int max_iters = 2000;    //!< ... with at most this many iterations
   double budget_s = 900;   //!< the whole sweep's time bound
   bool knob_variants = true;
+  double machine_cores = 0;  //!< --machine-cores: every node ran on one machine of this many cores (the model's fit)
   std::string output = "tutti-tuning.json";
   std::string merge;  //!< --merge FILE: keep that table's other layouts
   // ---- --explain / --check / --export
@@ -59,7 +60,7 @@ inline constexpr const char* help_text =
     "       tutti-tune --explain SIZE [--collective C] [--dtype float|integer] [--table FILE]\n"
     "                  [--world N --nodes N --ranks-per-node N]\n"
     "       tutti-tune --check FILE\n"
-    "       tutti-tune --export nccl|ucc|ompi [--table FILE] [--output FILE]\n"
+    "       tutti-tune --export nccl|ucc|ompi|ompi-json [--dtype float|integer] [--table FILE] [--output FILE]\n"
     "\n"
     "Measures every candidate algorithm of algorithm::tuned<...> for this transport (and knob variants)\n"
     "and writes a tuning table that algorithm::tuned reads (TUTTI_TUNING_FILE). Started like the job:\n"
@@ -77,11 +78,16 @@ inline constexpr const char* help_text =
     "  --budget SECONDS    bound on the whole sweep (default 900): fewer repeats, or fewer sizes, and the\n"
     "                      table's provenance says what was done\n"
     "  --no-knobs          measure the algorithms with their default tuning values only\n"
-    "  --output FILE       where the table goes (default tutti-tuning.json)\n"
+    "  --machine-cores N   every node measured ran on one machine of N cores (namespace hosts, simulated\n"
+    "                      nodes): for the cost model's oversubscription term (default: each node has\n"
+    "                      this machine's cores)\n"
+    "  --output FILE       where the table goes (default tutti-tuning.json); --export: where it goes\n"
+    "                      (default stdout)\n"
     "  --merge FILE        keep FILE's rows and samples of other layouts (and collectives) in the output\n"
     "  --explain SIZE      why the table chose what it chose at SIZE bytes (no launcher needed)\n"
     "  --check FILE        validate a (hand-edited) table for every layout in it and print a summary\n"
-    "  --export FORMAT     the table as an NCCL tuner-plugin CSV, UCC TUNE strings or Open MPI rules\n"
+    "  --export FORMAT     the table as an NCCL tuner-plugin CSV (nccl), a ucc.conf fragment (ucc), Open MPI\n"
+    "                      coll/tuned rules (ompi: classic; ompi-json: the 6.0 JSON format)\n"
     "  --table FILE        the table for --explain and --export (default TUTTI_TUNING_FILE, else built-in)\n"
     "  -h, --help          this text\n"
     "\n"
@@ -206,6 +212,8 @@ inline constexpr const char* help_text =
       o.max_iters = parse_int(v, arg, 1, 1000000);
     } else if (arg == "--budget") {
       o.budget_s = parse_seconds(v, arg);
+    } else if (arg == "--machine-cores") {
+      o.machine_cores = parse_int(v, arg, 1, 1 << 20);
     } else if (arg == "--output") {
       o.output = v;
       o.output_given = true;
@@ -231,7 +239,8 @@ inline constexpr const char* help_text =
       o.what = mode::check;
       o.table = v;
     } else if (arg == "--export") {
-      if (v != "nccl" && v != "ucc" && v != "ompi") throw usage_error{"--export takes nccl, ucc or ompi, got '" + std::string(v) + "'"};
+      if (v != "nccl" && v != "ucc" && v != "ompi" && v != "ompi-json")
+        throw usage_error{"--export takes nccl, ucc, ompi or ompi-json, got '" + std::string(v) + "'"};
       o.what = mode::export_table;
       o.export_format = v;
     } else {

@@ -90,9 +90,9 @@ namespace tune {
   return hosts;
 }
 
-//! The provenance of a sweep: `command` as typed, `launcher` as rank_info names it.
+//! The provenance of a sweep (a collective: every rank calls it); `command` with what the sweep did.
 [[nodiscard]] inline tutti::tuner::provenance gather_provenance(tune_comm& comm, const std::string& transport,
-                                                                const std::string& command, const std::string& launcher) {
+                                                                const std::string& command) {
   tutti::tuner::provenance p;
   p.hosts = host_names(comm);
   p.cpu = cpu_text();
@@ -101,7 +101,7 @@ namespace tune {
   p.transport = transport;
   p.ucx_version = transport == "shm" ? "" : ucx_text();
   p.kernel = kernel_text();
-  p.command = command + " (launcher " + launcher + ", " + std::to_string(comm.size()) + " ranks)";
+  p.command = command;
   return p;
 }
 

@@ -25,9 +25,12 @@
 #include "options.hpp"
 #include "tutti/core/collective.hpp"
 #include "tutti/core/dtype.hpp"
+#include "tutti/tuner/choose.hpp"
 #include "tutti/tuner/table.hpp"
 
 namespace tune {
+
+using tutti::tuner::bytes_text;
 
 //! One measured point: each repeat's time per call (us; the largest over ranks of each rank's
 //! mean over the timed loop) and the loop's iteration count (fixed after the first repeat).
@@ -68,14 +71,6 @@ struct series {
   const double total = static_cast<double>(bytes) * (per_rank ? nn : 1.0);
   const double factor = c == collective::allreduce ? 2 * (nn - 1) / nn : per_rank ? (nn - 1) / nn : 1.0;
   return total / us / 1e3 * factor;
-}
-
-//! "512 B", "64 KiB", "1 MiB".
-[[nodiscard]] inline std::string bytes_text(std::uint64_t b) {
-  const char* unit[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (u < 3 && b >= 1024 && b % 1024 == 0) b /= 1024, ++u;
-  return std::to_string(b) + " " + unit[u];
 }
 
 //! What the sweep did, for the provenance: repeats, sizes cut, an early stop.
