@@ -142,11 +142,9 @@ candidate_set candidates_for_layout(const tutti::tuner::layout& l) {
   static constexpr auto on_shm = shm_candidates::candidates_for<alg::context<tutti::transport::shm>>();
 #if defined(TUTTI_HAVE_UCX) && defined(TUTTI_HAVE_NET)
   static constexpr auto across = multi_node_candidates::candidates_for<alg::context<tutti::transport::multi_node>>();
-  if (l.nodes > 1) return {across, multi_node_candidates::name};
-#else
-  (void)l;
+  if (l.nodes > 1) return {across, multi_node_candidates::name, automatic_choice<tutti::transport::multi_node>(l)};
 #endif
-  return {on_shm, shm_candidates::name};
+  return {on_shm, shm_candidates::name, automatic_choice<tutti::transport::shm>(l)};
 }
 }  // namespace tune
 

@@ -49,6 +49,7 @@ namespace tune {
 struct candidate_set {
   std::span<const tutti::tuner::candidate_info> candidates;
   std::string_view name;
+  std::string by_default;  //!< what algorithm::automatic runs on that layout (the rule's default)
 };
 candidate_set candidates_for_layout(const tutti::tuner::layout& l);  // tutti_tune.cpp: it knows the lists
 
@@ -113,7 +114,8 @@ inline int explain_mode(const options& o) {
     if (o.ranks_per_node < 0) where.ranks_per_node = where.world % where.nodes ? 0 : where.world / where.nodes;
   }
   const auto cls = o.explain_dtype == "integer" ? tutti::tuner::dtype_class::integer : tutti::tuner::dtype_class::floating;
-  std::printf("%s\n", tutti::tuner::explain(t, where, o.explain_collective, cls, o.explain_bytes).c_str());
+  const std::string by_default = candidates_for_layout(where).by_default;
+  std::printf("%s\n", tutti::tuner::explain(t, where, o.explain_collective, cls, o.explain_bytes, by_default).c_str());
   return 0;
 }
 
