@@ -136,13 +136,18 @@ inline constexpr const char* help_text =
   throw usage_error{"unknown dtype class '" + std::string(name) + "' (float: measured as f32; integer: as i32)"};
 }
 
-//! The sizes the sweep measures, ascending and without repeats.
+//! Both dtype classes are measured with 4-byte elements (f32, i32): sizes are whole elements.
+inline constexpr std::uint64_t element_bytes = 4;
+
+//! The sizes the sweep measures, ascending and without repeats; generated ones rounded down to
+//! whole elements.
 [[nodiscard]] inline std::vector<std::uint64_t> sweep_sizes(const options& o) {
   std::vector<std::uint64_t> sizes = o.sizes;
   if (sizes.empty()) {
+    auto whole = [](double s) { return std::max(element_bytes, static_cast<std::uint64_t>(s) / element_bytes * element_bytes); };
     for (double s = static_cast<double>(o.min_bytes); s <= static_cast<double>(o.max_bytes); s *= o.factor)
-      sizes.push_back(static_cast<std::uint64_t>(s));
-    if (sizes.empty() || sizes.back() != o.max_bytes) sizes.push_back(o.max_bytes);
+      sizes.push_back(whole(s));
+    if (sizes.back() != whole(static_cast<double>(o.max_bytes))) sizes.push_back(whole(static_cast<double>(o.max_bytes)));
   }
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
@@ -194,7 +199,12 @@ inline constexpr const char* help_text =
       o.dtypes.clear();
       for (auto name : split_list(v)) o.dtypes.push_back(parse_dtype_class(name));
     } else if (arg == "--sizes") {
-      for (auto s : split_list(v)) o.sizes.push_back(parse_bytes(s, "--sizes"));
+      for (auto s : split_list(v)) {
+        o.sizes.push_back(parse_bytes(s, "--sizes"));
+        if (o.sizes.back() == 0 || o.sizes.back() % element_bytes)
+          throw usage_error{"--sizes: " + std::string(s) + " is not a whole number of 4-byte elements (float and integer "
+                            "are measured as f32 and i32)"};
+      }
     } else if (arg == "--min-bytes") {
       o.min_bytes = std::max<std::uint64_t>(1, parse_bytes(v, arg));
     } else if (arg == "--max-bytes") {
@@ -249,6 +259,7 @@ inline constexpr const char* help_text =
   }
   if (o.collectives.empty() || o.dtypes.empty()) throw usage_error{"--collectives and --dtypes need at least one name"};
   if (o.sizes.empty() && o.min_bytes > o.max_bytes) throw usage_error{"--min-bytes is above --max-bytes"};
+  if (o.sizes.empty() && o.max_bytes < element_bytes) throw usage_error{"--max-bytes is below one element (4 bytes)"};
   return o;
 }
 
