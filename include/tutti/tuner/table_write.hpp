@@ -18,6 +18,7 @@
 #include "tutti/core/collective.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/fnv1a.hpp"
+#include "tutti/core/json_text.hpp"
 #include "tutti/tuner/table.hpp"
 
 namespace tutti::tuner {
@@ -27,23 +28,10 @@ inline constexpr std::string_view table_format_name = "tutti-tuning-table";
 
 namespace table_text {
 
-//! A JSON string: quotes and backslashes escaped, control characters as \u00XX; UTF-8 passes.
+//! A JSON string (core/json_text.hpp escapes it).
 inline void quote(std::string& out, std::string_view s) {
   out += '"';
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      static constexpr char hex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
+  out += json_escaped(s);
   out += '"';
 }
 
