@@ -20,12 +20,15 @@ netns_hosts "$hosts"
 [[ $rate != none ]] && shape_links "$rate"
 key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 pids=()
-for ((r = 0; r < world; r++)); do
-  log=$netns_tmp/rank$r.log
-  [[ $r == 0 ]] && log=/dev/stderr
-  on_host $((r / ppn)) env RANK=$r WORLD_SIZE=$world LOCAL_RANK=$((r % ppn)) LOCAL_WORLD_SIZE=$ppn \
-    MASTER_ADDR=10.213.1.1 MASTER_PORT=29500 TUTTI_JOB_KEY="$key" \
-    "$tune" --transport multi_node "$@" >>"$log" 2>&1 &
+rank() {  # rank R: tutti-tune as rank R on its host
+  on_host $(($1 / ppn)) env RANK=$1 WORLD_SIZE=$world LOCAL_RANK=$(($1 % ppn)) LOCAL_WORLD_SIZE=$ppn \
+    MASTER_ADDR=10.213.1.1 MASTER_PORT=29500 TUTTI_JOB_KEY="$key" "$tune" --transport multi_node "${args[@]}"
+}
+args=("$@")
+rank 0 &
+pids+=($!)
+for ((r = 1; r < world; r++)); do
+  rank "$r" >"$netns_tmp/rank$r.log" 2>&1 &
   pids+=($!)
 done
 status=0
