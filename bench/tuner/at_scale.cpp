@@ -33,7 +33,8 @@ cost_parameters cluster() {
   p.intra = {0.6e-6, 1.0 / 450e9};
   p.inter = {2.7e-6, 1.0 / 50e9};
   p.gamma = 1.0 / 1.1e12;
-  p.node_links = gpus_per_node;
+  p.machine.node_links = gpus_per_node;
+  p.machine.message_copies = 1;  // NVLink moves a message's byte once; direct's reads cost the same
   return p;
 }
 //! NCCL's base latency of a ring/tree allreduce (baseLatencies, LL): launch and first step; every

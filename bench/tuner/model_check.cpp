@@ -1,7 +1,7 @@
 //! @file model_check.cpp  tutti-model-check: the cost model fitted to a tuning table's samples, and each sample predicted against its measurement.
 //!
 //! Usage: tutti-model-check TABLE.json [--machine-cores N | --cores-per-node N] [--node-links L]
-//!                          [--dtype float|integer] [--holdout WxNxQ]... [--csv FILE]
+//!                          [--cache-bytes B] [--network-on-cpus 0|1] [--dtype float|integer] [--holdout WxNxQ]... [--csv FILE]
 //! Prints the fitted alpha, beta, gamma and switch cost, every sample's measured and predicted
 //! time and relative error, and per layout the RMS and largest error and how many samples are
 //! within 20 % (issue 20's bar). --holdout leaves a layout (world x nodes x ranks per node) out of
@@ -47,7 +47,7 @@ struct error_stats {
 int usage() {
   std::fprintf(stderr,
                "usage: tutti-model-check TABLE.json [--machine-cores N | --cores-per-node N] [--node-links L]\n"
-               "                         [--dtype float|integer] [--holdout WxNxQ]... [--csv FILE]\n");
+               "                         [--cache-bytes B] [--network-on-cpus 0|1] [--dtype float|integer] [--holdout WxNxQ]... [--csv FILE]\n");
   return 2;
 }
 }  // namespace
@@ -65,7 +65,9 @@ int main(int argc, char** argv) {
     const char* v = argv[++i];
     if (a == "--machine-cores") o.machine_cores = std::atof(v);
     else if (a == "--cores-per-node") o.cores_per_node = std::atof(v);
-    else if (a == "--node-links") o.node_links = std::atof(v);
+    else if (a == "--node-links") o.machine.node_links = std::atof(v);
+    else if (a == "--cache-bytes") o.machine.cache_bytes = std::atof(v);
+    else if (a == "--network-on-cpus") o.machine.network_on_cpus = std::string_view(v) == "1";
     else if (a == "--dtype") o.of_class = std::string_view(v) == "integer" ? dtype_class::integer : dtype_class::floating;
     else if (a == "--holdout") holdouts.emplace_back(v);
     else if (a == "--csv") csv_path = v;
@@ -81,14 +83,14 @@ int main(int argc, char** argv) {
     }
     const auto r = fit_samples_with_residuals(fitted_on, o);
     cost_parameters p = parameters_of(r.model);
-    p.node_links = o.node_links;
+    p.machine = o.machine;
     std::printf("# %s: %zu samples, %zu fitted (%zu left out: no formula, other dtype class or no time)%s\n", path.c_str(),
                 t.samples.size(), r.residuals.size(), r.left_out,
                 holdouts.empty() ? "" : ", held-out layouts predicted from the others");
     std::printf("alpha_intra %.4g s  beta_intra %.4g s/B (%.3g GB/s)  alpha_inter %.4g s  beta_inter %.4g s/B (%.3g GB/s)\n"
-                "gamma %.4g s/B (%.3g GB/s)  switch_cost %.4g s  fit rms %.1f %%  max %.1f %%\n\n",
+                "gamma %.4g s/B (%.3g GB/s)  switch_cost %.4g s  memory_beta %.4g s/B (cache %.0f B)  fit rms %.1f %%  max %.1f %%\n\n",
                 p.intra.alpha, p.intra.beta, p.intra.beta > 0 ? 1e-9 / p.intra.beta : 0.0, p.inter.alpha, p.inter.beta,
-                p.inter.beta > 0 ? 1e-9 / p.inter.beta : 0.0, p.gamma, p.gamma > 0 ? 1e-9 / p.gamma : 0.0, p.switch_cost,
+                p.inter.beta > 0 ? 1e-9 / p.inter.beta : 0.0, p.gamma, p.gamma > 0 ? 1e-9 / p.gamma : 0.0, p.switch_cost, p.memory_beta, p.machine.cache_bytes,
                 100 * r.model.rms_relative_error, 100 * r.model.max_relative_error);
 
     std::FILE* csv = csv_path.empty() ? nullptr : std::fopen(csv_path.c_str(), "w");

@@ -91,9 +91,10 @@ TEST_CASE("compile: a layout with no rows is answered by interpolation, with the
   CHECK(s.find(collective::allreduce, dtype_class::floating, 2896).candidate == 0);
   CHECK(s.find(collective::allreduce, dtype_class::integer, 8).candidate == 1);  // integer takes float's rows
   CHECK(s.find(collective::allgather, dtype_class::floating, 8).from == nullptr);  // nothing measured: fallback
-  // A measured layout keeps its own rows (none here): the fallback, said so.
+  // A measured layout without rows has them chosen from its own samples.
   const selection measured = compile(t, {4, 2, 2}, cands, 0);
-  CHECK(measured.how().find("no rows, samples or model") != std::string::npos);
+  CHECK(measured.how() == "allreduce (float): chosen from the samples of 2x2 (the table has no rows for it)");
+  CHECK(measured.find(collective::allreduce, dtype_class::floating, 8).from->winner->median_us == 10);
   const std::string text = explain(t, {8, 4, 2}, collective::allreduce, dtype_class::floating, 8, "ring");
   CAPTURE(text);
   CHECK(text.find("these are interpolated between 2x2 and 8x2 (default ring)") != std::string::npos);
@@ -128,6 +129,8 @@ TEST_CASE("compile: beyond the measured layouts the fitted model answers; withou
     REQUIRE(c.from);
     CHECK(c.from->reason.find("(predicted by the cost model") != std::string::npos);
   }
+  CHECK(explain(t, far, collective::allreduce, dtype_class::floating, 8, "ring").find(
+            "these are predicted by the cost model fitted to 4 samples (default ring)") != std::string::npos);
   // With the model's typical error as the spread, a small predicted win does not switch.
   t.model->rms_relative_error = 10;
   const selection cautious = compile(t, far, cands, 0);

@@ -49,14 +49,18 @@ TEST_CASE("predict: ring pays its messages once per chunk round") {
 }
 
 TEST_CASE("predict: direct is one-shot up to its knob, two-shot stage by stage above, one node only") {
-  check_terms(terms_of("direct", collective::allreduce, {3, 1, 3}, KiB), 1, 3 * KiB, 0, 0, 2 * KiB);
+  // a copy counts half a message byte (beta_intra prices a message: a copy in and a copy out)
+  check_terms(terms_of("direct", collective::allreduce, {3, 1, 3}, KiB), 1, 3 * KiB / 2, 0, 0, 2 * KiB);
   // 4 MiB = 4 stages of 1 MiB: 2 synchronisations each and the last "done"; copy in, 2(p-1)/p read
-  check_terms(terms_of("direct", collective::allreduce, one_node4, 4 * MiB), 9, 4 * MiB * 2.5, 0, 0, 0.75 * 4 * MiB);
+  check_terms(terms_of("direct", collective::allreduce, one_node4, 4 * MiB), 9, 4 * MiB * 2.5 / 2, 0, 0, 0.75 * 4 * MiB);
   // 48 KiB: two-shot by default (32 KiB), one-shot with direct.one_shot_bytes = 64 KiB
   const std::vector<tuning_value> wider{{"direct.one_shot_bytes", 64 * 1024}};
   CHECK(terms_of("direct", collective::allreduce, one_node4, 48 * KiB)->a_intra == 3);
   CHECK(terms_of("direct", collective::allreduce, one_node4, 48 * KiB, 0, wider)->a_intra == 1);
   CHECK_FALSE(terms_of("direct", collective::allreduce, two_by_two, KiB));  // reads peers' memory: one node
+  machine_shape nvlink;
+  nvlink.message_copies = 1;  // a one-sided read costs what a message does
+  CHECK(terms_of("direct", collective::allreduce, {3, 1, 3}, KiB, 0, {}, nvlink)->b_intra == 3 * KiB);
   CHECK_THROWS_AS((void)terms_of("direct", collective::allreduce, one_node4, KiB, 0,
                                  std::vector<tuning_value>{{"direct.no_such", 1}}),
                   tutti::invalid_argument);
@@ -64,7 +68,10 @@ TEST_CASE("predict: direct is one-shot up to its knob, two-shot stage by stage a
 
 TEST_CASE("predict: tree is pipelined, halving_doubling charges each step on its partner's level") {
   // 4 ranks, 8 B: depth 2, one chunk of 4 B per tree: 4 steps
-  check_terms(terms_of("tree", collective::allreduce, one_node4, 8), 4, 32, 0, 0, 16);
+  check_terms(terms_of("tree", collective::allreduce, one_node4, 8), 4, 16, 0, 0, 16);
+  // 64 MiB: 32 MiB per tree in 64 chunks of 512 KiB: 2D + k - 1 = 67 steps, 4 chunks a step once both run
+  check_terms(terms_of("tree", collective::allreduce, one_node4, 64 * MiB), 67, 4 * 512 * KiB * 63 + 4 * 512 * KiB, 0, 0,
+              2 * 512 * KiB * 65);
   CHECK_FALSE(terms_of("tree", collective::reduce_scatter, one_node4, 8));
   // 2 x 2: the first halving step (distance 2) crosses nodes with both ranks of a node at once
   check_terms(terms_of("halving_doubling", collective::allreduce, two_by_two, KiB), 2, 512, 2, 2 * 1024, 768);
@@ -76,7 +83,7 @@ TEST_CASE("predict: tree is pipelined, halving_doubling charges each step on its
 TEST_CASE("predict: hierarchical = intra reduce-scatter + ppn inter allreduces of 1/ppn + intra allgather") {
   // 2 x 2, 1 MiB: direct reduce-scatter (2 epochs), ring over 2 nodes on 512 KiB by both ranks of
   // a node at once through one link (bytes x 2), direct allgather (2 epochs)
-  check_terms(terms_of("hierarchical<direct, ring>", collective::allreduce, two_by_two, MiB), 4, 2 * MiB, 2, MiB, 0.75 * MiB);
+  check_terms(terms_of("hierarchical<direct, ring>", collective::allreduce, two_by_two, MiB), 4, MiB, 2, MiB, 0.75 * MiB);
   // tree cannot reduce-scatter: reduce to local 0, allreduce the whole vector, broadcast
   const auto t = terms_of("hierarchical<tree, ring>", collective::allreduce, two_by_two, MiB);
   REQUIRE(t);
@@ -121,9 +128,41 @@ TEST_CASE("predict: oversubscription stretches CPU work by ranks/cores and charg
   CHECK(*predicted_seconds(p, "direct", collective::allreduce, {3, 1, 3}, 8, 2) == doctest::Approx(1.5e-6 + 5e-6 / 3));
 }
 
+TEST_CASE("predict: the cache term charges the share of bytes a rank's 3 S no longer fits in its cache") {
+  machine_shape m;
+  m.cache_bytes = 3 * MiB;
+  // 2 ranks, 2 MiB: 3 S = 6 MiB, half of it out of a 3 MiB cache; ring moves 2 MiB and reduces 1 MiB
+  // (in 2 rounds of 512 KiB per segment)
+  check_terms(terms_of("ring", collective::allreduce, {2, 1, 2}, 2 * MiB, 0, {}, m), 4, 2 * MiB, 0, 0, MiB);
+  CHECK(terms_of("ring", collective::allreduce, {2, 1, 2}, 2 * MiB, 0, {}, m)->m == doctest::Approx(1.5 * MiB));
+  CHECK(terms_of("ring", collective::allreduce, {2, 1, 2}, 512 * KiB, 0, {}, m)->m == 0);  // fits
+  // 4 ranks on 2 cores share a core's cache: 1.5 MiB each; 1 MiB -> 3 MiB touched, half out
+  CHECK(terms_of("ring", collective::allreduce, one_node4, MiB, 2, {}, m)->m == doctest::Approx(2 * 0.5 * (1.5 + 0.75) * MiB));
+  // the network's bytes spill too, and are stretched, when it runs on the CPUs
+  m.network_on_cpus = true;
+  const auto t = terms_of("ring", collective::allreduce, four_by_one, MiB, 0.5, {}, m);
+  REQUIRE(t);
+  CHECK(t->b_inter == doctest::Approx(2 * 1.5 * MiB));
+  CHECK(t->a_inter == 2 * 6);
+}
+
+TEST_CASE("predict: halving_doubling's folded-out ranks do not compete for cores in long phases") {
+  CHECK(competing_ranks("halving_doubling", {3, 1, 3}) == 2);
+  CHECK(competing_ranks("hierarchical<halving_doubling, ring>", {3, 1, 3}) == 2);  // one node: Intra runs
+  CHECK(competing_ranks("ring", {3, 1, 3}) == 3);
+  // 3 ranks on 2 cores: messages stretched by 1.5 and waits charged; bytes not (2 busy ranks)
+  const auto t = terms_of("halving_doubling", collective::allreduce, {3, 1, 3}, 8, 2);
+  const auto plain = terms_of("halving_doubling", collective::allreduce, {3, 1, 3}, 8);
+  REQUIRE(t);
+  CHECK(t->a_intra == doctest::Approx(1.5 * plain->a_intra));
+  CHECK(t->b_intra == doctest::Approx(plain->b_intra));
+  CHECK(t->s == doctest::Approx(plain->a_intra / 3));
+}
+
 TEST_CASE("predict: parameters_of takes a table's fitted model") {
   fitted_model m;
   m.alpha_intra = 1, m.beta_intra = 2, m.alpha_inter = 3, m.beta_inter = 4, m.gamma = 5, m.switch_cost = 6;
+  m.memory_beta = 7, m.cache_bytes = 8, m.network_on_cpus = true;
   const auto p = parameters_of(m);
   CHECK(p.intra.alpha == 1);
   CHECK(p.intra.beta == 2);
@@ -131,7 +170,10 @@ TEST_CASE("predict: parameters_of takes a table's fitted model") {
   CHECK(p.inter.beta == 4);
   CHECK(p.gamma == 5);
   CHECK(p.switch_cost == 6);
-  CHECK(p.node_links == 1);
+  CHECK(p.memory_beta == 7);
+  CHECK(p.machine.cache_bytes == 8);
+  CHECK(p.machine.network_on_cpus);
+  CHECK(p.machine.node_links == 1);
 }
 
 #if TUTTI_HAVE_EIGEN
@@ -140,7 +182,13 @@ TEST_CASE("predict: parameters_of takes a table's fitted model") {
 TEST_CASE("fit_samples: recovers alpha, beta, gamma and the switch cost from a synthetic tune run within 5 %") {
   cost_parameters truth{{0.9e-6, 1.0 / 5e9}, {30e-6, 1.0 / 1.1e8}, 1.0 / 4e9};
   truth.switch_cost = 5e-6;
+  truth.memory_beta = 1.2e-10;
+  truth.machine.cache_bytes = 2 * MiB;
   const double cores = 2;
+  fit_options options;
+  options.cores_per_node = cores;
+  options.machine.cache_bytes = 2 * MiB;
+  options.of_class = dtype_class::floating;
   std::mt19937 rng(20261126);
   std::uniform_real_distribution<double> noise(-0.02, 0.02);
   std::vector<sample> samples;
@@ -172,12 +220,15 @@ TEST_CASE("fit_samples: recovers alpha, beta, gamma and the switch cost from a s
   integer.dtypes = dtype_class::integer;
   samples.insert(samples.begin(), {unknown, untimed, integer});
 
-  const auto r = fit_samples_with_residuals(samples, {cores, 1, dtype_class::floating});
+  const auto r = fit_samples_with_residuals(samples, options);
   CHECK(r.left_out == 3);
   CHECK(r.residuals.size() == samples.size() - 3);
   CHECK(r.residuals.front().sample == 3);
   for (bool f : r.fit.fitted) CHECK(f);
   CHECK(r.fit.switch_cost_fitted);
+  CHECK(r.fit.memory_beta_fitted);
+  CHECK(r.model.memory_beta == doctest::Approx(truth.memory_beta).epsilon(0.05));
+  CHECK(r.model.cache_bytes == 2 * MiB);
   CHECK(r.model.alpha_intra == doctest::Approx(truth.intra.alpha).epsilon(0.05));
   CHECK(r.model.beta_intra == doctest::Approx(truth.intra.beta).epsilon(0.05));
   CHECK(r.model.alpha_inter == doctest::Approx(truth.inter.alpha).epsilon(0.05));
@@ -187,10 +238,10 @@ TEST_CASE("fit_samples: recovers alpha, beta, gamma and the switch cost from a s
   CHECK(r.model.samples == r.residuals.size());
   CHECK(r.model.max_relative_error < 0.05);
   for (const auto& e : r.residuals) CHECK(std::abs(e.relative_error()) < 0.05);
-  CHECK(fit_samples(samples, {cores, 1, dtype_class::floating}).gamma == doctest::Approx(r.model.gamma));
+  CHECK(fit_samples(samples, options).gamma == doctest::Approx(r.model.gamma));
 
   // a table whose samples the model cannot use is refused, naming the count
-  CHECK_THROWS_WITH_AS((void)fit_samples(std::span(samples).first(3), {cores, 1, dtype_class::floating}), doctest::Contains("0 sample(s)"), tutti::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)fit_samples(std::span(samples).first(3), options), doctest::Contains("0 sample(s)"), tutti::invalid_argument);
 }
 #else
 TEST_CASE("fit_samples: not built (Eigen 3 not found: tutti::eigen missing)") {}

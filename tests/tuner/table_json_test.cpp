@@ -2,6 +2,7 @@
 //! refusal at its row and line), compile()'s range checks, dispatch at every boundary, the default table.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -40,7 +41,8 @@ table full_table() {
   t.made.tune_seconds = 93.5;
   t.made.noise_rule = "the rule";
   t.model = fitted_model{.alpha_intra = 1e-6, .beta_intra = 2.5e-10, .alpha_inter = 3e-6, .beta_inter = 1.0 / 3.0,
-                         .gamma = 1e-11, .switch_cost = 2e-5, .rms_relative_error = 0.05, .max_relative_error = 0.19,
+                         .gamma = 1e-11, .switch_cost = 2e-5, .memory_beta = 3e-10, .cache_bytes = 1 << 20,
+                         .network_on_cpus = true, .rms_relative_error = 0.05, .max_relative_error = 0.19,
                          .samples = 120};
   row a = make_row(0, 2047, "halving_doubling");
   a.tuning = {{"halving_doubling.tree_reduce_bytes", 8192}, {"halving_doubling.bruck_block_bytes", 64}};
@@ -165,6 +167,9 @@ TEST_CASE("table_json: round trip; the hash is the same however the JSON is spac
   CHECK(back.rows[0].runner_up->tuning == std::vector<tuning_value>{{"direct.one_shot_bytes", 1}});
   CHECK(back.model->beta_inter == 1.0 / 3.0);
   CHECK(back.model->switch_cost == 2e-5);
+  CHECK(back.model->memory_beta == 3e-10);
+  CHECK(back.model->cache_bytes == 1 << 20);
+  CHECK(back.model->network_on_cpus);
   CHECK(back.made.hosts == t.made.hosts);
   CHECK(back.made.cpu == t.made.cpu);
   REQUIRE(back.samples.size() == 1);
@@ -223,6 +228,8 @@ TEST_CASE("table_json: every refusal names the file, the row and the line") {
   "samples": [
     {"collective": "allreduce", "world": 2, "bytes": 8, "algorithm": "ring", "median_us": 1, "spred_us": 0}]})",
           "t.json: sample 1 (line 3): unknown field 'spred_us' (did you mean 'spread_us'?)");
+  refused(R"({"format": "tutti-tuning-table", "version": 1, "rows": [], "model": {"network_on_cpus": 1}})",
+          "t.json: model (line 1): field 'network_on_cpus': expected true or false, got '1'");
   refused(R"({"format": "tutti-tuning-table", "version": 1, "rows": [],
   "provenance": {"cpu": ["x"]}})",
           "t.json: provenance (line 2): field 'cpu': expected text, got a list");
@@ -249,9 +256,16 @@ TEST_CASE("default table: reads, and compiles for every layout it has rows for")
   const table t = read_table(default_table_json, std::string(default_table_source));
   CHECK(std::string(default_table_source).starts_with("the built-in default table (tuning/default.json, "));
   CHECK_FALSE(t.rows.empty());
+  // Every algorithm it names as a candidate (the lead's real table may name any tutti-tune measured).
+  std::vector<candidate_info> named;
+  for (const row& r : t.rows)
+    if (std::none_of(named.begin(), named.end(), [&](const candidate_info& c) { return c.name == r.algorithm; })) {
+      named.push_back({r.algorithm, {}});
+      named.back().has.fill(true);
+    }
   for (const row& r : t.rows) {
     CAPTURE(r.line);
-    const selection s = compile(t, r.where, candidates(), 0);
+    const selection s = compile(t, r.where, named, 0);
     CHECK(s.find(r.collective_kind, r.dtypes, r.min_bytes).from == &r);
   }
 }

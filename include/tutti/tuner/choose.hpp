@@ -84,11 +84,13 @@ struct verdict {
 };
 
 //! The rows of consecutive verdicts with the same choice, and why.
-inline std::string reason_of(std::span<const verdict> run, const std::vector<contender>& candidates, std::size_t by_default) {
+inline std::string reason_of(std::span<const verdict> run, const std::vector<contender>& candidates,
+                             std::size_t by_default) {
   const verdict& last = run.back();
   const std::string span = run.size() == 1 ? bytes_text(run.front().bytes)
                                            : bytes_text(run.front().bytes) + ".." + bytes_text(last.bytes);
-  const std::string where = "at " + span + " (" + std::to_string(run.size()) + " size" + (run.size() == 1 ? "" : "s") + ") ";
+  const std::string where =
+      "at " + span + " (" + std::to_string(run.size()) + " size" + (run.size() == 1 ? "" : "s") + ") ";
   const std::string chosen = contender_text(candidates[last.chosen].algorithm, candidates[last.chosen].tuning);
   const std::string deflt = contender_text(candidates[by_default].algorithm, candidates[by_default].tuning);
   const auto versus = [&](const measurement* other) {
@@ -97,7 +99,8 @@ inline std::string reason_of(std::span<const verdict> run, const std::vector<con
                  : ", e.g. " + time_text(*last.winner) + " at " + bytes_text(last.bytes);
   };
   if (last.chosen != by_default) {
-    if (!last.default_m) return where + chosen + " was fastest; the default (" + deflt + ") was not measured" + versus(last.runner_up);
+    if (!last.default_m)
+      return where + chosen + " was fastest; the default (" + deflt + ") was not measured" + versus(last.runner_up);
     return where + chosen + " beat " + deflt + " (the default) by more than both spreads" + versus(last.default_m);
   }
   const auto noisy = std::count_if(run.begin(), run.end(), [](const verdict& v) { return v.kept_in_noise; });
@@ -144,7 +147,8 @@ inline std::string reason_of(std::span<const verdict> run, const std::vector<con
   };
   std::vector<point> points;
   for (const sample& s : samples)
-    if (s.collective_kind == c && s.dtypes == d && s.where == where) points.push_back({s.bytes, index_of(s.measured), &s.measured});
+    if (s.collective_kind == c && s.dtypes == d && s.where == where)
+      points.push_back({s.bytes, index_of(s.measured), &s.measured});
   std::stable_sort(points.begin(), points.end(), [](const point& a, const point& b) { return a.bytes < b.bytes; });
 
   std::vector<detail::verdict> verdicts;
@@ -218,7 +222,8 @@ template <class DefaultFor>
     if (done) continue;
     seen.push_back(&s);
     const contender by_default = default_for(s.collective_kind, s.where);
-    for (row& r : choose(samples, s.collective_kind, s.dtypes, s.where, by_default, candidates)) rows.push_back(std::move(r));
+    for (row& r : choose(samples, s.collective_kind, s.dtypes, s.where, by_default, candidates))
+      rows.push_back(std::move(r));
   }
   return rows;
 }

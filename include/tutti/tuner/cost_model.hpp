@@ -26,6 +26,22 @@ struct link_cost {
   double beta = 0;
 };
 
+//! What the model is told about the machine rather than fitting it.
+struct machine_shape {
+  //! Network links per node: ranks of one node that cross to other nodes at once share them
+  //! (tuner/schedule_terms.hpp). 1 for namespace hosts, 8 for a DGX H100.
+  double node_links = 1;
+  //! A core's cache (L2 per core here: 2 MiB) for the cache term (tuner/predict.hpp); 0: none.
+  double cache_bytes = 0;
+  //! The "network" runs on the nodes' own CPUs (namespace hosts or simulated nodes on one
+  //! machine): oversubscription stretches its terms too.
+  bool network_on_cpus = false;
+  //! Copies a byte sent as a message inside a node costs: 2 through shared memory (into the
+  //! ring's slot and out), 1 over NVLink or RDMA. beta_intra prices a message byte; a one-sided
+  //! copy or read (algorithm::direct) costs 1 / message_copies of it.
+  double message_copies = 2;
+};
+
 //! The machine as the model sees it.
 struct cost_parameters {
   link_cost intra;   //!< between ranks of one node (shared memory)
@@ -34,24 +50,26 @@ struct cost_parameters {
   //! Seconds a rank loses when the peer it waits for is not running (more ranks than cores: a
   //! scheduler switch), per synchronisation; see `cost_terms::s` and tuner/predict.hpp.
   double switch_cost = 0;
-  //! Network links per node: ranks of one node that cross to other nodes at once share them
-  //! (tuner/schedule_terms.hpp). Given, not fitted: 1 for namespace hosts, 8 for a DGX H100.
-  double node_links = 1;
+  //! Extra seconds per byte moved or reduced inside a node once the data no longer fits a core's
+  //! cache (cost_terms::m; tuner/predict.hpp).
+  double memory_beta = 0;
+  machine_shape machine;  //!< given, not fitted
 };
 
 //! A schedule's coefficients: time = a_intra alpha_intra + b_intra beta_intra + a_inter alpha_inter
-//! + b_inter beta_inter + g gamma + s switch_cost.
+//! + b_inter beta_inter + g gamma + s switch_cost + m memory_beta.
 struct cost_terms {
   double a_intra = 0, b_intra = 0, a_inter = 0, b_inter = 0, g = 0;
   double s = 0;  //!< synchronisations expected to find their peer descheduled (0 unless oversubscribed)
+  double m = 0;  //!< intra bytes moved or reduced out of cache (0 unless the data outgrows it)
 
   cost_terms& operator+=(const cost_terms& o) noexcept {
-    a_intra += o.a_intra, b_intra += o.b_intra, a_inter += o.a_inter, b_inter += o.b_inter, g += o.g, s += o.s;
+    a_intra += o.a_intra, b_intra += o.b_intra, a_inter += o.a_inter, b_inter += o.b_inter, g += o.g, s += o.s, m += o.m;
     return *this;
   }
   //! Every coefficient times k (a phase repeated k times).
   friend cost_terms operator*(cost_terms t, double k) noexcept {
-    t.a_intra *= k, t.b_intra *= k, t.a_inter *= k, t.b_inter *= k, t.g *= k, t.s *= k;
+    t.a_intra *= k, t.b_intra *= k, t.a_inter *= k, t.b_inter *= k, t.g *= k, t.s *= k, t.m *= k;
     return t;
   }
   friend cost_terms operator+(cost_terms a, const cost_terms& b) noexcept { return a += b; }
@@ -60,7 +78,7 @@ struct cost_terms {
 //! Predicted seconds.
 [[nodiscard]] inline double seconds(const cost_parameters& p, const cost_terms& t) noexcept {
   return t.a_intra * p.intra.alpha + t.b_intra * p.intra.beta + t.a_inter * p.inter.alpha +
-         t.b_inter * p.inter.beta + t.g * p.gamma + t.s * p.switch_cost;
+         t.b_inter * p.inter.beta + t.g * p.gamma + t.s * p.switch_cost + t.m * p.memory_beta;
 }
 
 //! Which level a phase runs on.

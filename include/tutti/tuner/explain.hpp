@@ -76,8 +76,8 @@ namespace explain_detail {
     if (!made) {
       bool other_class = false;
       for (const sample& x : t.samples) other_class = other_class || (x.collective_kind == c && x.dtypes != d);
-      if (other_class) made = answer_unmeasured(t, c, d == dtype_class::floating ? dtype_class::integer : dtype_class::floating,
-                                                here, contender{deflt, {}});
+      const dtype_class other = d == dtype_class::floating ? dtype_class::integer : dtype_class::floating;
+      if (other_class) made = answer_unmeasured(t, c, other, here, contender{deflt, {}});
     }
     if (!made) {
       return out + "  no row covers it, and the table has neither samples around this layout nor a model: "

@@ -5,8 +5,8 @@
 //! equation is divided by its measured time: the fit minimises the relative error, and a 2 µs
 //! point counts as much as a 2 s one. A parameter no sample exercises (a single-node run has no
 //! inter-node terms) is left at 0 and not reported as fitted. The oversubscription term's
-//! switch_cost (tuner/predict.hpp) is a sixth column, fitted only when some sample has more ranks
-//! than cores. Needs Eigen 3 (tutti::eigen).
+//! switch_cost and the cache term's memory_beta (tuner/predict.hpp) are a sixth and seventh
+//! column, fitted only when some sample has more ranks than cores / outgrows the cache. Needs Eigen 3 (tutti::eigen).
 #pragma once
 #include <Eigen/Core>
 #include <Eigen/QR>
@@ -34,15 +34,16 @@ struct fit_result {
   cost_parameters parameters;
   std::array<bool, 5> fitted{};      //!< alpha_intra, beta_intra, alpha_inter, beta_inter, gamma: exercised
   bool switch_cost_fitted = false;   //!< some sample was oversubscribed (cost_terms::s != 0)
+  bool memory_beta_fitted = false;   //!< some sample outgrew the cache (cost_terms::m != 0)
   double rms_relative_error = 0;     //!< sqrt(mean(((predicted - measured) / measured)^2))
   double max_relative_error = 0;     //!< max |predicted - measured| / measured
   std::size_t samples = 0;
 };
 
 namespace detail {
-inline constexpr std::size_t fit_columns = 6;
+inline constexpr std::size_t fit_columns = 7;
 inline std::array<double, fit_columns> as_row(const cost_terms& t) noexcept {
-  return {t.a_intra, t.b_intra, t.a_inter, t.b_inter, t.g, t.s};
+  return {t.a_intra, t.b_intra, t.a_inter, t.b_inter, t.g, t.s, t.m};
 }
 }  // namespace detail
 
@@ -62,6 +63,7 @@ inline std::array<double, fit_columns> as_row(const cost_terms& t) noexcept {
   }
   for (std::size_t k = 0; k < r.fitted.size(); ++k) r.fitted[k] = used[k];
   r.switch_cost_fitted = used[5];
+  r.memory_beta_fitted = used[6];
   std::array<int, detail::fit_columns> column{};  // parameter k -> column of the system, or -1
   int unknowns = 0;
   for (std::size_t k = 0; k < column.size(); ++k) column[k] = used[k] ? unknowns++ : -1;
@@ -86,6 +88,7 @@ inline std::array<double, fit_columns> as_row(const cost_terms& t) noexcept {
     if (column[k] >= 0) value[k] = x(column[k]);
   r.parameters = {{value[0], value[1]}, {value[2], value[3]}, value[4]};
   r.parameters.switch_cost = value[5];
+  r.parameters.memory_beta = value[6];
   double sum = 0;
   for (const auto& s : samples) {
     const double e = (seconds(r.parameters, s.terms) - s.seconds) / s.seconds;

@@ -23,7 +23,7 @@ namespace tutti::tuner {
 //! How the samples were run, where the table does not say it.
 struct fit_options {
   double cores_per_node = 0;  //!< cores a node's ranks share (0: unknown, no oversubscription term)
-  double node_links = 1;      //!< network links per node
+  machine_shape machine;      //!< links per node, a core's cache, whether the network is the CPUs
   std::optional<dtype_class> of_class;  //!< fit only these samples (none: all)
   //! > 0: every node of every sample ran on one machine with this many cores (shm runs, simulated
   //! nodes, namespace hosts on one VM), so a sample's node had machine_cores / nodes of them;
@@ -61,7 +61,7 @@ struct samples_fit {
       continue;
     }
     const auto terms = terms_of(s.measured.algorithm, s.collective_kind, s.where, static_cast<double>(s.bytes), o.cores_for(s.where),
-                                s.measured.tuning, o.node_links);
+                                s.measured.tuning, o.machine);
     if (!terms) {
       ++out.left_out;
       continue;
@@ -71,8 +71,13 @@ struct samples_fit {
   }
   out.fit = fit(timed);
   const cost_parameters& p = out.fit.parameters;
-  out.model = {p.intra.alpha, p.intra.beta, p.inter.alpha, p.inter.beta, p.gamma, p.switch_cost,
-               out.fit.rms_relative_error, out.fit.max_relative_error, out.fit.samples};
+  out.model.alpha_intra = p.intra.alpha, out.model.beta_intra = p.intra.beta;
+  out.model.alpha_inter = p.inter.alpha, out.model.beta_inter = p.inter.beta;
+  out.model.gamma = p.gamma, out.model.switch_cost = p.switch_cost;
+  out.model.memory_beta = p.memory_beta, out.model.cache_bytes = o.machine.cache_bytes;
+  out.model.network_on_cpus = o.machine.network_on_cpus;
+  out.model.rms_relative_error = out.fit.rms_relative_error, out.model.max_relative_error = out.fit.max_relative_error;
+  out.model.samples = out.fit.samples;
   out.residuals.reserve(used.size());
   for (std::size_t k = 0; k < used.size(); ++k) out.residuals.push_back({used[k], timed[k].seconds, seconds(p, timed[k].terms)});
   return out;

@@ -7,7 +7,8 @@
 //! (median, spread and busbw alike): times of collectives grow like powers of the rank count
 //! (log p steps, p-1 steps), which are straight lines in log-log. Then tuner/choose.hpp's rule
 //! makes the rows from those samples, with the reason saying "interpolated between 2x2 and 8x2".
-//! Beyond the measured layouts (or with no samples), the table's fitted model predicts each
+//! (A layout with samples but no rows has its rows chosen from its own samples.) Beyond the
+//! measured layouts (or with no samples), the table's fitted model predicts each
 //! candidate at the measured sizes (tuner/predict.hpp), with the model's rms relative error as
 //! the spread: a challenger must beat the default by more than the model's own typical error.
 #pragma once
@@ -108,7 +109,8 @@ struct bracket {
   if (!b) return std::nullopt;
   answered a;
   for (const sample& lo : samples) {
-    if (!detail::is_key(lo, c, d) || !(lo.where == b->low) || !detail::allowed_name(allowed, lo.measured.algorithm)) continue;
+    if (!detail::is_key(lo, c, d) || !(lo.where == b->low) || !detail::allowed_name(allowed, lo.measured.algorithm))
+      continue;
     for (const sample& hi : samples) {
       if (!detail::is_key(hi, c, d) || !(hi.where == b->high) || hi.bytes != lo.bytes ||
           !same(contender{lo.measured.algorithm, lo.measured.tuning}, hi.measured.algorithm, hi.measured.tuning))
@@ -169,13 +171,29 @@ struct bracket {
   return a;
 }
 
-//! Rows for (c, d) at `here`, which has none in `t`: interpolated between measured layouts when
-//! two bracket it, else predicted by the table's model, else nothing. `by_default` as in choose().
+//! The samples of (c, d) measured at `here` itself (a table with samples but no rows for it).
+[[nodiscard]] inline std::optional<answered> own_samples(std::span<const sample> samples, collective c, dtype_class d,
+                                                         const layout& here,
+                                                         std::span<const std::string_view> allowed = {}) {
+  namespace detail = interpolate_detail;
+  answered a;
+  for (const sample& s : samples)
+    if (detail::is_key(s, c, d) && s.where == here && detail::allowed_name(allowed, s.measured.algorithm))
+      a.samples.push_back(s);
+  if (a.samples.empty()) return std::nullopt;
+  a.how = "chosen from the samples of " + layout_text(here) + " (the table has no rows for it)";
+  return a;
+}
+
+//! Rows for (c, d) at `here`, which has none in `t`: chosen from its own samples if it has some,
+//! else interpolated between measured layouts when two bracket it, else predicted by the table's
+//! model, else nothing. `by_default` as in choose().
 [[nodiscard]] inline std::optional<answered> answer_unmeasured(const table& t, collective c, dtype_class d,
                                                                const layout& here, const contender& by_default,
                                                                std::span<const std::string_view> allowed = {},
                                                                double cores_per_node = 0) {
-  auto a = interpolated_samples(t.samples, c, d, here, allowed);
+  auto a = own_samples(t.samples, c, d, here, allowed);
+  if (!a) a = interpolated_samples(t.samples, c, d, here, allowed);
   if (!a) a = modelled_samples(t, c, d, here, allowed, cores_per_node);
   if (!a) return std::nullopt;
   std::vector<contender> order;

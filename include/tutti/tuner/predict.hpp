@@ -15,10 +15,19 @@
 //! scheduler switch, `switch_cost` seconds, fitted. So with o = max(1, q / c):
 //!   t = o (a_intra alpha_intra + b_intra beta_intra + g gamma) + a_inter alpha_inter
 //!       + b_inter beta_inter + (a_intra + a_inter)(1 - 1/o) switch_cost.
-//! Network terms are not stretched: a NIC moves bytes whether or not its rank is running (for
-//! namespace hosts on one VM the "network" is the same CPUs, and the fit absorbs that into the
-//! inter parameters). docs/tuning.md ("The cost model") has the measurements behind this.
+//! Network terms are not stretched: a NIC moves bytes whether or not its rank is running — unless
+//! the "network" is the same CPUs (namespace hosts, simulated nodes: machine_shape::network_on_cpus).
+//! docs/tuning.md ("The cost model") has the measurements behind this.
+//!
+//! The cache term: copies and reductions run at cache speed while what a rank touches fits its
+//! core's cache and at memory speed beyond (this VM: 4.6 GB/s busbw at 256 KiB, 2.2 from 16 MiB,
+//! 2 ranks). A rank touches about 3 S (its input, its output, and the stage or scratch or peer
+//! data passing through), so the share of intra bytes and reductions that spill is
+//! max(0, 1 - cache / (3 S)) with cache = cache_bytes per core (shared by the ranks on a core when
+//! oversubscribed); they cost memory_beta more per byte (fitted).
 #pragma once
+#include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <optional>
 #include <span>
@@ -74,52 +83,80 @@ struct composed_parts {
   return (where.world + nodes - 1) / nodes;
 }
 
-//! Adds the oversubscription term to a schedule's terms (see the file comment); cores <= 0: unknown, none.
-[[nodiscard]] inline cost_terms oversubscribed(cost_terms t, double ranks_per_node, double cores_per_node) noexcept {
+//! Ranks of a node that compete for its cores during long (bandwidth-bound) phases: all of them,
+//! except that halving_doubling on a number of ranks that is not a power of two has n - p of them
+//! sitting out its power-of-two phase: a waiting rank polls a while and then sleeps, so in long
+//! phases they leave the cores to the others, while in short ones they still compete (measured
+//! here, 3 ranks on 2 cores: at 64 MiB halving_doubling takes 1.12x ring's time, where 3 competing
+//! ranks would predict 2.25x; at 16 B it takes 3.8x its 2-rank time, as ring does).
+[[nodiscard]] inline double competing_ranks(std::string_view algorithm, const layout& where) noexcept {
+  const int q = ranks_on_a_node(where);
+  if (where.nodes == 1)
+    while (const auto parts = split_composed_name(algorithm)) algorithm = parts->first;  // one node: Intra runs
+  return algorithm == "halving_doubling" ? static_cast<double>(std::bit_floor(static_cast<unsigned>(q))) : q;
+}
+
+//! Adds the oversubscription term to a schedule's terms (see the file comment): the messages'
+//! terms by all ranks of the node, the bytes' terms by the `busy` ones (competing_ranks); cores
+//! <= 0: unknown, none.
+[[nodiscard]] inline cost_terms oversubscribed(cost_terms t, double ranks_per_node, double cores_per_node, double busy = 0,
+                                               bool network_on_cpus = false) noexcept {
   if (!(cores_per_node > 0) || ranks_per_node <= cores_per_node) return t;
   const double o = ranks_per_node / cores_per_node;
+  const double ob = std::max(1.0, (busy > 0 ? busy : ranks_per_node) / cores_per_node);
   t.s += (t.a_intra + t.a_inter) * (1 - 1 / o);
-  t.a_intra *= o, t.b_intra *= o, t.g *= o;
+  t.a_intra *= o, t.b_intra *= ob, t.g *= ob, t.m *= ob;
+  if (network_on_cpus) t.a_inter *= o, t.b_inter *= ob;
+  return t;
+}
+
+//! Adds the cache term for a collective touching S bytes per rank, each rank having `cache` bytes
+//! of cache (see the file comment; the network's bytes too when it runs on the CPUs); cache <= 0:
+//! not modelled.
+[[nodiscard]] inline cost_terms spilled(cost_terms t, double S, double cache, bool network_on_cpus = false) noexcept {
+  if (!(cache > 0) || !(S > 0)) return t;
+  t.m += (t.b_intra + t.g + (network_on_cpus ? t.b_inter : 0)) * std::max(0.0, 1 - cache / (3 * S));
   return t;
 }
 
 namespace detail {
 //! Terms of `algorithm` for `c` on S bytes in all, without oversubscription.
 inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, collective c, const layout& where, double S,
-                                                const schedule_settings& set, double links) {
+                                                const schedule_settings& set, const machine_shape& m) {
   const int q = ranks_on_a_node(where);
   const auto parts = split_composed_name(algorithm);
-  if (!parts) return flat_schedule_terms(algorithm, c, {where.world, q, links}, S, set);
+  const double links = m.node_links;
+  if (!parts) return flat_schedule_terms(algorithm, c, {where.world, q, links, m.message_copies}, S, set);
   if (parts->outer != "hierarchical" || where.ranks_per_node <= 0) return std::nullopt;  // hierarchical refuses uneven nodes
   const int nodes = where.nodes;
   const layout node{q, 1, q};        // one node: the intra algorithm's view (it may be composed too)
   const layout across{nodes, nodes, 1};  // one rank per node: the inter algorithm's view
-  if (nodes == 1) return schedule_terms(parts->first, c, node, S, set, links);  // degenerates to Intra
+  if (nodes == 1) return schedule_terms(parts->first, c, node, S, set, m);  // degenerates to Intra
   switch (c) {
     case collective::allreduce: {
-      const auto rs = schedule_terms(parts->first, collective::reduce_scatter, node, S, set, links);
+      const auto rs = schedule_terms(parts->first, collective::reduce_scatter, node, S, set, m);
       if (rs) {  // reduce-scatter in the node, q allreduces of S/q at once across nodes, allgather in the node
-        const auto x = schedule_terms(parts->second, collective::allreduce, across, S / q, set, links);
-        const auto ag = schedule_terms(parts->first, collective::allgather, node, S, set, links);
+        const auto x = schedule_terms(parts->second, collective::allreduce, across, S / q, set, m);
+        const auto ag = schedule_terms(parts->first, collective::allgather, node, S, set, m);
         if (!x || !ag) return std::nullopt;
         return *rs + crowded(*x, std::max(1.0, q / std::max(1.0, links))) + *ag;
       }
       // an Intra that cannot reduce-scatter (tree): reduce to local rank 0, allreduce, broadcast
-      const auto up = schedule_terms(parts->first, collective::reduce, node, S, set, links);
-      const auto x = schedule_terms(parts->second, collective::allreduce, across, S, set, links);
-      const auto down = schedule_terms(parts->first, collective::broadcast, node, S, set, links);
+      const auto up = schedule_terms(parts->first, collective::reduce, node, S, set, m);
+      const auto x = schedule_terms(parts->second, collective::allreduce, across, S, set, m);
+      const auto down = schedule_terms(parts->first, collective::broadcast, node, S, set, m);
       if (!up || !x || !down) return std::nullopt;
       return *up + *x + *down;
     }
     case collective::broadcast:  // through the root's local index on every node: across, then inside
     case collective::reduce:     // inside, then across
     case collective::barrier: {  // Intra's, then Inter's
-      const auto x = schedule_terms(parts->second, c, across, S, set, links);
-      const auto i = schedule_terms(parts->first, c, node, S, set, links);
+      const auto x = schedule_terms(parts->second, c, across, S, set, m);
+      const auto i = schedule_terms(parts->first, c, node, S, set, m);
       if (!x || !i) return std::nullopt;
       return *x + *i;
     }
-    case collective::alltoall: return pairwise_alltoall({where.world, q, links}, S);
+    case collective::alltoall: return pairwise_alltoall({where.world, q, links, m.message_copies}, S);
     default: return std::nullopt;  // reduce_scatter, allgather: block permutations not modelled
   }
 }
@@ -135,21 +172,24 @@ inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, coll
 //! The cost terms of `algorithm` (a name as tables write it) for collective `c` of `bytes` (as a
 //! table counts them) over `where`, with `cores_per_node` cores for a node's ranks (0: unknown,
 //! no oversubscription; namespace hosts sharing one machine: its cores / nodes) and `tuning` the
-//! row's or sample's tuning values; `node_links` network links per node. nullopt: no formula.
+//! row's or sample's tuning values; `m` what is known of the machine. nullopt: no formula.
 [[nodiscard]] inline std::optional<cost_terms> terms_of(std::string_view algorithm, collective c, const layout& where, double bytes,
                                                         double cores_per_node = 0, std::span<const tuning_value> tuning = {},
-                                                        double node_links = 1) {
+                                                        const machine_shape& m = {}) {
   if (where.world < 1 || where.nodes < 1 || !(bytes >= 0)) return std::nullopt;
-  const auto t = detail::schedule_terms(algorithm, c, where, whole_vector_bytes(c, where, bytes), settings_of(tuning), node_links);
+  const double S = whole_vector_bytes(c, where, bytes);
+  const auto t = detail::schedule_terms(algorithm, c, where, S, settings_of(tuning), m);
   if (!t) return std::nullopt;
-  return oversubscribed(*t, ranks_on_a_node(where), cores_per_node);
+  const double q = ranks_on_a_node(where), busy = competing_ranks(algorithm, where);
+  const double cache = cores_per_node > 0 && busy > cores_per_node ? m.cache_bytes * cores_per_node / busy : m.cache_bytes;
+  return oversubscribed(spilled(*t, S, cache, m.network_on_cpus), q, cores_per_node, busy, m.network_on_cpus);
 }
 
 //! Predicted seconds of `algorithm` for `c` on `bytes` over `where` (terms_of, priced with `p`).
 [[nodiscard]] inline std::optional<double> predicted_seconds(const cost_parameters& p, std::string_view algorithm, collective c,
                                                              const layout& where, double bytes, double cores_per_node = 0,
                                                              std::span<const tuning_value> tuning = {}) {
-  const auto t = terms_of(algorithm, c, where, bytes, cores_per_node, tuning, p.node_links);
+  const auto t = terms_of(algorithm, c, where, bytes, cores_per_node, tuning, p.machine);
   if (!t) return std::nullopt;
   return seconds(p, *t);
 }
@@ -161,6 +201,9 @@ inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, coll
   p.inter = {m.alpha_inter, m.beta_inter};
   p.gamma = m.gamma;
   p.switch_cost = m.switch_cost;
+  p.memory_beta = m.memory_beta;
+  p.machine.cache_bytes = m.cache_bytes;
+  p.machine.network_on_cpus = m.network_on_cpus;
   return p;
 }
 

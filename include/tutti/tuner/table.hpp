@@ -102,6 +102,9 @@ struct provenance {
 struct fitted_model {
   double alpha_intra = 0, beta_intra = 0, alpha_inter = 0, beta_inter = 0, gamma = 0;
   double switch_cost = 0;  //!< seconds per wait on a descheduled peer (oversubscription, tuner/predict.hpp)
+  double memory_beta = 0;  //!< extra seconds per byte out of cache, and the cache (bytes) it was fitted with
+  double cache_bytes = 0;
+  bool network_on_cpus = false;  //!< fitted to namespace hosts or simulated nodes (tuner::machine_shape)
   double rms_relative_error = 0, max_relative_error = 0;
   std::size_t samples = 0;
 };

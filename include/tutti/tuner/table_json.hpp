@@ -80,7 +80,7 @@ class object {
   //! How an object inside field `field` begins its messages: this one's, the field, its own line.
   [[nodiscard]] std::string where_inside(const YAML::Node& n, std::string_view field) const {
     const int l = line_of(n);
-    return where_ + "field '" + std::string(field) + "'" + (l && l != line_ ? " (line " + std::to_string(l) + ")" : "") + ": ";
+    return where_ + "field '" + std::string(field) + "'" + own_line(l) + ": ";
   }
   [[nodiscard]] int line() const noexcept { return line_; }
   [[nodiscard]] bool has(std::string_view name) const { return find(name) != nullptr; }
@@ -89,7 +89,7 @@ class object {
   [[noreturn]] void fail(const YAML::Node& at, std::string_view field, const std::string& what) const {
     const int l = line_of(at);
     std::string m = where_;
-    if (!field.empty()) m += "field '" + std::string(field) + "'" + (l && l != line_ ? " (line " + std::to_string(l) + ")" : "") + ": ";
+    if (!field.empty()) m += "field '" + std::string(field) + "'" + own_line(l) + ": ";
     else if (l && l != line_) m += "line " + std::to_string(l) + ": ";
     throw invalid_argument(m + what);
   }
@@ -120,12 +120,21 @@ class object {
     }
     fail(n, name, "expected a whole number from 0 to " + std::to_string(most) + ", got " + shown(n));
   }
-  [[nodiscard]] std::uint64_t count(std::string_view name, std::uint64_t most = std::numeric_limits<std::uint64_t>::max()) const {
+  [[nodiscard]] std::uint64_t count(std::string_view name,
+                                    std::uint64_t most = std::numeric_limits<std::uint64_t>::max()) const {
     return count_of(required(name), name, most);
   }
   [[nodiscard]] int small(std::string_view name, int otherwise) const {
     const YAML::Node* n = find(name);
     return n ? static_cast<int>(count_of(*n, name, std::numeric_limits<int>::max())) : otherwise;
+  }
+
+  //! JSON's true or false.
+  [[nodiscard]] bool flag(std::string_view name, bool otherwise) const {
+    const YAML::Node* n = find(name);
+    if (!n) return otherwise;
+    if (n->IsScalar() && n->Tag() != "!" && (n->Scalar() == "true" || n->Scalar() == "false")) return n->Scalar() == "true";
+    fail(*n, name, "expected true or false, got " + shown(*n));
   }
 
   //! A finite number (JSON's: 30.1, 1e-06).
@@ -151,10 +160,21 @@ class object {
   }
 
  private:
+  //! " (line 42)" when `l` is not the object's own line, else "".
+  [[nodiscard]] std::string own_line(int l) const {
+    return l && l != line_ ? " (line " + std::to_string(l) + ")" : std::string();
+  }
+
   std::string where_;
   int line_;
   std::vector<std::pair<std::string, YAML::Node>> fields_;
 };
+
+//! "t.json: row 3 (line 40): ", as selection.hpp's row_where begins compile's refusals.
+[[nodiscard]] inline std::string item_where(const std::string& source, std::string_view what, std::size_t index, int line) {
+  return source + ": " + std::string(what) + " " + std::to_string(index + 1) +
+         (line ? " (line " + std::to_string(line) + ")" : "") + ": ";
+}
 
 //! One of `names`, or refused with the closest of them.
 template <class Enum, std::size_t N>
@@ -229,7 +249,7 @@ inline constexpr std::string_view measured_names[] = {"algorithm", "tuning", "me
 
 [[nodiscard]] inline row row_of(const YAML::Node& n, const std::string& source, std::size_t index) {
   const int line = line_of(n);
-  const object o(n, source + ": row " + std::to_string(index + 1) + (line ? " (line " + std::to_string(line) + ")" : "") + ": ",
+  const object o(n, item_where(source, "row", index, line),
                  {"collective", "dtype_class", "min_bytes", "max_bytes", "world", "nodes", "ranks_per_node",
                   "algorithm", "tuning", "winner", "runner_up", "reason"});
   row r;
@@ -255,7 +275,7 @@ inline constexpr std::string_view measured_names[] = {"algorithm", "tuning", "me
 
 [[nodiscard]] inline sample sample_of(const YAML::Node& n, const std::string& source, std::size_t index) {
   const int line = line_of(n);
-  const object o(n, source + ": sample " + std::to_string(index + 1) + (line ? " (line " + std::to_string(line) + ")" : "") + ": ",
+  const object o(n, item_where(source, "sample", index, line),
                  {"collective", "dtype_class", "world", "nodes", "ranks_per_node", "bytes", "algorithm", "tuning",
                   "median_us", "spread_us", "busbw_gbs"});
   sample s;
@@ -288,14 +308,18 @@ inline constexpr std::string_view measured_names[] = {"algorithm", "tuning", "me
 
 [[nodiscard]] inline fitted_model model_of(const YAML::Node& n, const std::string& source) {
   const object o(n, source + ": model (line " + std::to_string(line_of(n)) + "): ",
-                 {"alpha_intra", "beta_intra", "alpha_inter", "beta_inter", "gamma", "switch_cost", "rms_relative_error",
+                 {"alpha_intra", "beta_intra", "alpha_inter", "beta_inter", "gamma", "switch_cost", "memory_beta",
+                  "cache_bytes", "network_on_cpus", "rms_relative_error",
                   "max_relative_error", "samples"});
   fitted_model m;
   for (const auto& [field, into] :
        {std::pair{"alpha_intra", &m.alpha_intra}, std::pair{"beta_intra", &m.beta_intra},
         std::pair{"alpha_inter", &m.alpha_inter}, std::pair{"beta_inter", &m.beta_inter}, std::pair{"gamma", &m.gamma},
-        std::pair{"switch_cost", &m.switch_cost}, std::pair{"rms_relative_error", &m.rms_relative_error}, std::pair{"max_relative_error", &m.max_relative_error}})
+        std::pair{"switch_cost", &m.switch_cost}, std::pair{"memory_beta", &m.memory_beta},
+        std::pair{"cache_bytes", &m.cache_bytes}, std::pair{"rms_relative_error", &m.rms_relative_error},
+        std::pair{"max_relative_error", &m.max_relative_error}})
     *into = o.number(field, 0.0);
+  m.network_on_cpus = o.flag("network_on_cpus", false);
   m.samples = o.has("samples") ? static_cast<std::size_t>(o.count("samples")) : 0;
   return m;
 }

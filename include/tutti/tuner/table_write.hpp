@@ -171,10 +171,14 @@ inline void model_line(std::string& out, const fitted_model& m) {
   for (const auto& [name, value] :
        {std::pair{"alpha_intra", m.alpha_intra}, std::pair{"beta_intra", m.beta_intra},
         std::pair{"alpha_inter", m.alpha_inter}, std::pair{"beta_inter", m.beta_inter}, std::pair{"gamma", m.gamma},
-        std::pair{"switch_cost", m.switch_cost}, std::pair{"rms_relative_error", m.rms_relative_error}, std::pair{"max_relative_error", m.max_relative_error}}) {
+        std::pair{"switch_cost", m.switch_cost}, std::pair{"memory_beta", m.memory_beta},
+        std::pair{"cache_bytes", m.cache_bytes}, std::pair{"rms_relative_error", m.rms_relative_error},
+        std::pair{"max_relative_error", m.max_relative_error}}) {
     key(out, name, first);
     number(out, value, name);
   }
+  key(out, "network_on_cpus", first);
+  out += m.network_on_cpus ? "true" : "false";
   key(out, "samples", first);
   out += std::to_string(m.samples);
   out += '}';

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""The cost model against measurement: fit a tuning table's samples, print the errors, plot them.
+
+Runs tutti-model-check (bench/tuner/model_check.cpp: fits alpha, beta, gamma, the switch cost and
+the cache term to the table's samples by least squares, the same name -> terms mapping that
+tuned<...> predicts with) and writes next to --out:
+  OUT.md   the fitted parameters, every sample's measured and predicted time, per layout the RMS and
+           largest error and how many samples are within 20 % (issue 20's bar)
+  OUT.csv  one line per sample
+  OUT.png  predicted against measured, log-log, one colour per algorithm, one marker per layout,
+           with the +-20 % band
+
+Computes only: the measuring is tutti-tune's (tools/tutti_tune.cpp), run on a quiet machine.
+
+Examples (this 2-core VM, whose shm runs and namespace hosts all share 2 cores):
+  bench/tuner/model_check.py tuning/shm.json --out bench/results/model-shm-20261126 \\
+      --machine-cores 2 --cache-bytes 2M
+  bench/tuner/model_check.py tuning/netns.json --out bench/results/model-netns-20261126 \\
+      --machine-cores 2 --cache-bytes 2M --network-on-cpus --holdout 4x4x1
+"""
+import argparse
+import csv
+import os
+import subprocess
+import sys
+
+
+def size_arg(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return float(text[:-1]) * units[text[-1].upper()] if text[-1].upper() in units else float(text)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("table", help="a tuning table with samples (tutti-tune --output)")
+    ap.add_argument("--out", required=True, help="path prefix of the .md, .csv and .png written")
+    ap.add_argument("--tool", default=None, help="tutti-model-check (default: build/bench/tuner/tutti-model-check)")
+    ap.add_argument("--machine-cores", type=float, default=0,
+                    help="every node ran on one machine with this many cores (shm, simulated nodes, namespace hosts)")
+    ap.add_argument("--cores-per-node", type=float, default=0, help="cores each node's ranks had (real nodes)")
+    ap.add_argument("--cache-bytes", type=size_arg, default=0, help="a core's cache for the cache term (L2 here: 2M)")
+    ap.add_argument("--node-links", type=float, default=1, help="network links per node")
+    ap.add_argument("--network-on-cpus", action="store_true", help="the network is the same CPUs (namespace hosts)")
+    ap.add_argument("--dtype", default="float", choices=["float", "integer"])
+    ap.add_argument("--holdout", action="append", default=[],
+                    help="WxNxQ: leave this layout out of the fit and predict it from the others (repeatable)")
+    args = ap.parse_args()
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    tool = args.tool or os.path.join(root, "build", "bench", "tuner", "tutti-model-check")
+    cmd = [tool, args.table, "--dtype", args.dtype, "--csv", args.out + ".csv", "--node-links", str(args.node_links),
+           "--cache-bytes", str(args.cache_bytes), "--network-on-cpus", "1" if args.network_on_cpus else "0"]
+    if args.machine_cores:
+        cmd += ["--machine-cores", str(args.machine_cores)]
+    elif args.cores_per_node:
+        cmd += ["--cores-per-node", str(args.cores_per_node)]
+    for h in args.holdout:
+        cmd += ["--holdout", h]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit("%s failed (%d):\n%s" % (" ".join(cmd), run.returncode, run.stderr))
+    with open(args.out + ".md", "w") as md:
+        md.write("# The cost model against %s\n\n`%s`\n\n" % (args.table, " ".join(cmd)))
+        md.write(run.stdout)
+    # the summary: the fitted parameters and the per-layout table
+    lines = run.stdout.splitlines()
+    print("\n".join(lines[:3]))
+    summary = lines[lines.index("| layout | samples | rms error | max error | within 20 % |"):] \
+        if "| layout | samples | rms error | max error | within 20 % |" in lines else []
+    print("\n".join(summary))
+
+    with open(args.out + ".csv") as f:
+        rows = list(csv.DictReader(f))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not found: no plot (the .md and .csv are written)")
+        return
+    fig, ax = plt.subplots(figsize=(8, 7))
+    algorithms = sorted({r["algorithm"] for r in rows})
+    layouts = sorted({r["layout"] for r in rows})
+    markers = "os^vD<>px*"
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, alg in enumerate(algorithms):
+        for j, lay in enumerate(layouts):
+            pts = [r for r in rows if r["algorithm"] == alg and r["layout"] == lay]
+            if not pts:
+                continue
+            ax.scatter([float(r["measured_us"]) for r in pts], [float(r["predicted_us"]) for r in pts],
+                       s=18, marker=markers[j % len(markers)], color=colours[i % len(colours)],
+                       facecolors="none" if any(r["held_out"] == "1" for r in pts) else colours[i % len(colours)],
+                       label="%s, %s" % (alg, lay))
+    lo = min(min(float(r["measured_us"]), float(r["predicted_us"])) for r in rows)
+    hi = max(max(float(r["measured_us"]), float(r["predicted_us"])) for r in rows)
+    ax.plot([lo, hi], [lo, hi], color="black", linewidth=0.8)
+    ax.fill_between([lo, hi], [0.8 * lo, 0.8 * hi], [1.2 * lo, 1.2 * hi], color="grey", alpha=0.2, label="±20 %")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured median (µs)")
+    ax.set_ylabel("predicted (µs)")
+    ax.set_title("cost model vs measurement: %s\n(hollow: layouts held out of the fit)" % os.path.basename(args.table),
+                 fontsize=10)
+    ax.legend(fontsize=5, ncol=2, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(args.out + ".png", dpi=130)
+    print("wrote %s.md, %s.csv, %s.png" % (args.out, args.out, args.out))
+
+
+if __name__ == "__main__":
+    main()
