@@ -35,6 +35,9 @@ cost_parameters cluster() {
   p.gamma = 1.0 / 1.1e12;
   p.machine.node_links = gpus_per_node;
   p.machine.message_copies = 1;  // NVLink moves a message's byte once; direct's reads cost the same
+  // Without the argument check (TUTTI_CHECK=0): tutti's check sends a descriptor to every peer,
+  // n - 1 messages per collective, which main() prints separately (it would swamp every column).
+  p.machine.check = tutti::tuner::argument_check::none;
   return p;
 }
 //! NCCL's base latency of a ring/tree allreduce (baseLatencies, LL): launch and first step; every
@@ -141,7 +144,13 @@ int main(int argc, char** argv) {
     const tutti::tuner::layout where{nodes * gpus_per_node, nodes, gpus_per_node};
     const nccl_topology topo{nodes};
     if (!csv) {
-      std::printf("\n### %d nodes x %d GPUs (%d ranks)\n\n| size |", nodes, gpus_per_node, where.world);
+      cost_parameters checked = p;
+      checked.machine.check = tutti::tuner::argument_check::exchange;
+      const double check_us = (*tutti::tuner::predicted_seconds(checked, "ring", collective::allreduce, where, 8) -
+                               *tutti::tuner::predicted_seconds(p, "ring", collective::allreduce, where, 8)) * 1e6;
+      std::printf("\n### %d nodes x %d GPUs (%d ranks)\n\nWithout the argument check (TUTTI_CHECK=0); tutti's check as it is "
+                  "(a descriptor to each of %d peers) would add %s to every collective.\n\n| size |",
+                  nodes, gpus_per_node, where.world, where.world - 1, time_text(check_us).c_str());
       for (auto c : candidates) std::printf(" %.*s |", static_cast<int>(c.size()), c.data());
       std::printf(" tutti winner | NCCL ring | NCCL tree | NCCL picks |\n|---:|");
       for (std::size_t i = 0; i < candidates.size(); ++i) std::printf("---:|");

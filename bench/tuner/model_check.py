@@ -41,6 +41,9 @@ def main():
     ap.add_argument("--cache-bytes", type=size_arg, default=0, help="a core's cache for the cache term (L2 here: 2M)")
     ap.add_argument("--node-links", type=float, default=1, help="network links per node")
     ap.add_argument("--network-on-cpus", action="store_true", help="the network is the same CPUs (namespace hosts)")
+    ap.add_argument("--argument-check", default="exchange", choices=["exchange", "epoch", "none"],
+                    help="how the measured runs checked arguments: exchange (tutti-bench, TUTTI_CHECK=1), "
+                         "epoch (tuned<...> with direct over shm: tutti-tune there), none (TUTTI_CHECK=0)")
     ap.add_argument("--dtype", default="float", choices=["float", "integer"])
     ap.add_argument("--holdout", action="append", default=[],
                     help="WxNxQ: leave this layout out of the fit and predict it from the others (repeatable)")
@@ -49,7 +52,8 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     tool = args.tool or os.path.join(root, "build", "bench", "tuner", "tutti-model-check")
     cmd = [tool, args.table, "--dtype", args.dtype, "--csv", args.out + ".csv", "--node-links", str(args.node_links),
-           "--cache-bytes", str(args.cache_bytes), "--network-on-cpus", "1" if args.network_on_cpus else "0"]
+           "--cache-bytes", str(args.cache_bytes), "--network-on-cpus", "1" if args.network_on_cpus else "0",
+           "--argument-check", args.argument_check]
     if args.machine_cores:
         cmd += ["--machine-cores", str(args.machine_cores)]
     elif args.cores_per_node:

@@ -21,6 +21,7 @@ NAMES = {
     "hierarchical_direct": "hierarchical<direct, ring>",
 }
 DTYPE_CLASS = {"float": "float", "double": "float", "half": "float", "bfloat16": "float"}
+ELEMENT_BYTES = {"float": 4, "double": 8, "half": 2, "bfloat16": 2, "int32": 4, "int64": 8, "int8": 1, "uint8": 1}
 
 
 def layout(world):
@@ -37,6 +38,9 @@ def main():
     sweep = json.load(open(sys.argv[1]))
     meta = sweep["meta"]
     dclass = DTYPE_CLASS.get(meta.get("dtype", "float"), "integer")
+    # a table counts bytes as the collective's descriptor does: count x element size, where count is
+    # per rank for reduce_scatter, allgather and alltoall (the sweep's "bytes" is the whole buffer)
+    esz = ELEMENT_BYTES[meta.get("dtype", "float")]
     lines = []
     for collective, worlds in sweep["median"].items():
         for world, algorithms in worlds.items():
@@ -48,7 +52,7 @@ def main():
                     spread = point["time_us"] * (point.get("spread", 1.0) - 1.0)
                     lines.append(json.dumps({
                         "collective": collective, "dtype_class": dclass, "world": w, "nodes": nodes,
-                        "ranks_per_node": per_node, "bytes": point["bytes"], "algorithm": NAMES.get(name, name),
+                        "ranks_per_node": per_node, "bytes": point["count"] * esz, "algorithm": NAMES.get(name, name),
                         "tuning": {}, "median_us": point["time_us"], "spread_us": round(spread, 3),
                         "busbw_gbs": point.get("busbw", 0)}))
     provenance = {

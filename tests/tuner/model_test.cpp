@@ -22,6 +22,12 @@ void check_terms(const std::optional<cost_terms>& t, double a_intra, double b_in
   CHECK(t->s == doctest::Approx(s));
 }
 constexpr double KiB = 1024, MiB = 1024 * KiB;
+//! A schedule's own terms: terms_of without the argument check (its own test case below).
+std::optional<cost_terms> schedule_of(std::string_view name, collective c, const layout& where, double bytes, double cores = 0,
+                                      std::span<const tuning_value> tuning = {}, machine_shape m = {}) {
+  m.check = argument_check::none;
+  return terms_of(name, c, where, bytes, cores, tuning, m);
+}
 const layout one_node4{4, 1, 4}, two_by_two{4, 2, 2}, four_by_one{4, 4, 1};
 }  // namespace
 
@@ -37,65 +43,65 @@ TEST_CASE("predict: split_composed_name finds the top-level comma") {
 
 TEST_CASE("predict: ring pays its messages once per chunk round") {
   // 4 ranks, 1 MiB: segments of 256 KiB fit one 512 KiB chunk -> the textbook 2(p-1) messages
-  check_terms(terms_of("ring", collective::allreduce, one_node4, MiB), 6, 1.5 * MiB, 0, 0, 0.75 * MiB);
+  check_terms(schedule_of("ring", collective::allreduce, one_node4, MiB), 6, 1.5 * MiB, 0, 0, 0.75 * MiB);
   // 64 MiB: 16 MiB segments = 32 rounds of 6 messages
-  check_terms(terms_of("ring", collective::allreduce, one_node4, 64 * MiB), 6 * 32, 1.5 * 64 * MiB, 0, 0, 0.75 * 64 * MiB);
+  check_terms(schedule_of("ring", collective::allreduce, one_node4, 64 * MiB), 6 * 32, 1.5 * 64 * MiB, 0, 0, 0.75 * 64 * MiB);
   // on 4 nodes every step crosses the network (one rank per node at a time: no crowd)
-  check_terms(terms_of("ring", collective::allreduce, four_by_one, MiB), 0, 0, 6, 1.5 * MiB, 0.75 * MiB);
+  check_terms(schedule_of("ring", collective::allreduce, four_by_one, MiB), 0, 0, 6, 1.5 * MiB, 0.75 * MiB);
   // allgather and reduce_scatter count one rank's block: 4 x 256 KiB in all
-  check_terms(terms_of("ring", collective::allgather, one_node4, 256 * KiB), 3, 0.75 * MiB, 0, 0, 0);
-  check_terms(terms_of("ring", collective::reduce_scatter, one_node4, 256 * KiB), 3, 0.75 * MiB, 0, 0, 0.75 * MiB);
-  check_terms(terms_of("ring", collective::barrier, one_node4, 0), 3, 0, 0, 0, 0);
+  check_terms(schedule_of("ring", collective::allgather, one_node4, 256 * KiB), 3, 0.75 * MiB, 0, 0, 0);
+  check_terms(schedule_of("ring", collective::reduce_scatter, one_node4, 256 * KiB), 3, 0.75 * MiB, 0, 0, 0.75 * MiB);
+  check_terms(schedule_of("ring", collective::barrier, one_node4, 0), 3, 0, 0, 0, 0);
 }
 
 TEST_CASE("predict: direct is one-shot up to its knob, two-shot stage by stage above, one node only") {
   // a copy counts half a message byte (beta_intra prices a message: a copy in and a copy out)
-  check_terms(terms_of("direct", collective::allreduce, {3, 1, 3}, KiB), 1, 3 * KiB / 2, 0, 0, 2 * KiB);
+  check_terms(schedule_of("direct", collective::allreduce, {3, 1, 3}, KiB), 1, 3 * KiB / 2, 0, 0, 2 * KiB);
   // 4 MiB = 4 stages of 1 MiB: 2 synchronisations each and the last "done"; copy in, 2(p-1)/p read
-  check_terms(terms_of("direct", collective::allreduce, one_node4, 4 * MiB), 9, 4 * MiB * 2.5 / 2, 0, 0, 0.75 * 4 * MiB);
+  check_terms(schedule_of("direct", collective::allreduce, one_node4, 4 * MiB), 9, 4 * MiB * 2.5 / 2, 0, 0, 0.75 * 4 * MiB);
   // 48 KiB: two-shot by default (32 KiB), one-shot with direct.one_shot_bytes = 64 KiB
   const std::vector<tuning_value> wider{{"direct.one_shot_bytes", 64 * 1024}};
-  CHECK(terms_of("direct", collective::allreduce, one_node4, 48 * KiB)->a_intra == 3);
-  CHECK(terms_of("direct", collective::allreduce, one_node4, 48 * KiB, 0, wider)->a_intra == 1);
-  CHECK_FALSE(terms_of("direct", collective::allreduce, two_by_two, KiB));  // reads peers' memory: one node
+  CHECK(schedule_of("direct", collective::allreduce, one_node4, 48 * KiB)->a_intra == 3);
+  CHECK(schedule_of("direct", collective::allreduce, one_node4, 48 * KiB, 0, wider)->a_intra == 1);
+  CHECK_FALSE(schedule_of("direct", collective::allreduce, two_by_two, KiB));  // reads peers' memory: one node
   machine_shape nvlink;
   nvlink.message_copies = 1;  // a one-sided read costs what a message does
-  CHECK(terms_of("direct", collective::allreduce, {3, 1, 3}, KiB, 0, {}, nvlink)->b_intra == 3 * KiB);
-  CHECK_THROWS_AS((void)terms_of("direct", collective::allreduce, one_node4, KiB, 0,
+  CHECK(schedule_of("direct", collective::allreduce, {3, 1, 3}, KiB, 0, {}, nvlink)->b_intra == 3 * KiB);
+  CHECK_THROWS_AS((void)schedule_of("direct", collective::allreduce, one_node4, KiB, 0,
                                  std::vector<tuning_value>{{"direct.no_such", 1}}),
                   tutti::invalid_argument);
 }
 
 TEST_CASE("predict: tree is pipelined, halving_doubling charges each step on its partner's level") {
   // 4 ranks, 8 B: depth 2, one chunk of 4 B per tree: 4 steps
-  check_terms(terms_of("tree", collective::allreduce, one_node4, 8), 4, 16, 0, 0, 16);
+  check_terms(schedule_of("tree", collective::allreduce, one_node4, 8), 4, 16, 0, 0, 16);
   // 64 MiB: 32 MiB per tree in 64 chunks of 512 KiB: 2D + k - 1 = 67 steps, 4 chunks a step once both run
-  check_terms(terms_of("tree", collective::allreduce, one_node4, 64 * MiB), 67, 4 * 512 * KiB * 63 + 4 * 512 * KiB, 0, 0,
+  check_terms(schedule_of("tree", collective::allreduce, one_node4, 64 * MiB), 67, 4 * 512 * KiB * 63 + 4 * 512 * KiB, 0, 0,
               2 * 512 * KiB * 65);
-  CHECK_FALSE(terms_of("tree", collective::reduce_scatter, one_node4, 8));
+  CHECK_FALSE(schedule_of("tree", collective::reduce_scatter, one_node4, 8));
   // 2 x 2: the first halving step (distance 2) crosses nodes with both ranks of a node at once
-  check_terms(terms_of("halving_doubling", collective::allreduce, two_by_two, KiB), 2, 512, 2, 2 * 1024, 768);
+  check_terms(schedule_of("halving_doubling", collective::allreduce, two_by_two, KiB), 2, 512, 2, 2 * 1024, 768);
   // 6 ranks on one node: 4 in the power-of-two phase, 2 folded in with the whole vector
-  check_terms(terms_of("halving_doubling", collective::allreduce, {6, 1, 6}, MiB), 4 + 2, 1.5 * MiB + 2 * MiB, 0, 0,
+  check_terms(schedule_of("halving_doubling", collective::allreduce, {6, 1, 6}, MiB), 4 + 2, 1.5 * MiB + 2 * MiB, 0, 0,
               0.75 * MiB + MiB);
 }
 
 TEST_CASE("predict: hierarchical = intra reduce-scatter + ppn inter allreduces of 1/ppn + intra allgather") {
   // 2 x 2, 1 MiB: direct reduce-scatter (2 epochs), ring over 2 nodes on 512 KiB by both ranks of
   // a node at once through one link (bytes x 2), direct allgather (2 epochs)
-  check_terms(terms_of("hierarchical<direct, ring>", collective::allreduce, two_by_two, MiB), 4, MiB, 2, MiB, 0.75 * MiB);
+  check_terms(schedule_of("hierarchical<direct, ring>", collective::allreduce, two_by_two, MiB), 4, MiB, 2, MiB, 0.75 * MiB);
   // tree cannot reduce-scatter: reduce to local 0, allreduce the whole vector, broadcast
-  const auto t = terms_of("hierarchical<tree, ring>", collective::allreduce, two_by_two, MiB);
+  const auto t = schedule_of("hierarchical<tree, ring>", collective::allreduce, two_by_two, MiB);
   REQUIRE(t);
   CHECK(t->b_inter == doctest::Approx(MiB));  // ring over 2 on the whole vector, one flow per node
   // one node: Intra; one rank per node: Inter
-  CHECK(terms_of("hierarchical<direct, ring>", collective::allreduce, one_node4, MiB)->a_intra ==
-        terms_of("direct", collective::allreduce, one_node4, MiB)->a_intra);
-  CHECK(terms_of("hierarchical<direct, ring>", collective::allreduce, four_by_one, MiB)->b_inter ==
-        doctest::Approx(terms_of("ring", collective::allreduce, four_by_one, MiB)->b_inter));
-  CHECK(terms_of("hierarchical<hierarchical<direct, ring>, ring>", collective::allreduce, two_by_two, MiB));
-  CHECK_FALSE(terms_of("hierarchical<direct, ring>", collective::allreduce, {5, 2, 0}, MiB));  // uneven nodes
-  CHECK_FALSE(terms_of("hierarchical<direct, ring>", collective::allgather, two_by_two, MiB));
+  CHECK(schedule_of("hierarchical<direct, ring>", collective::allreduce, one_node4, MiB)->a_intra ==
+        schedule_of("direct", collective::allreduce, one_node4, MiB)->a_intra);
+  CHECK(schedule_of("hierarchical<direct, ring>", collective::allreduce, four_by_one, MiB)->b_inter ==
+        doctest::Approx(schedule_of("ring", collective::allreduce, four_by_one, MiB)->b_inter));
+  CHECK(schedule_of("hierarchical<hierarchical<direct, ring>, ring>", collective::allreduce, two_by_two, MiB));
+  CHECK_FALSE(schedule_of("hierarchical<direct, ring>", collective::allreduce, {5, 2, 0}, MiB));  // uneven nodes
+  CHECK_FALSE(schedule_of("hierarchical<direct, ring>", collective::allgather, two_by_two, MiB));
 }
 
 TEST_CASE("predict: every candidate tutti-tune measures has a prediction; unknown names have none") {
@@ -111,18 +117,19 @@ TEST_CASE("predict: every candidate tutti-tune measures has a prediction; unknow
   }
   CHECK_FALSE(predicted_seconds(p, "bruck", collective::allreduce, one_node4, 8));
   CHECK_FALSE(predicted_seconds(p, "tuned<ring, direct>", collective::allreduce, one_node4, 8));
-  // priced as seconds(): ring over 4 nodes, 1 MiB
+  // priced as seconds(): ring over 4 nodes, 1 MiB, after the communicator's argument check
+  // (3 descriptors of 32 B)
   CHECK(*predicted_seconds(p, "ring", collective::allreduce, four_by_one, MiB) ==
-        doctest::Approx(6 * 2e-5 + 1.5 * MiB * 1e-9 + 0.75 * MiB * 5e-11));
+        doctest::Approx((6 + 3) * 2e-5 + (1.5 * MiB + 3 * 32) * 1e-9 + 0.75 * MiB * 5e-11));
 }
 
 TEST_CASE("predict: oversubscription stretches CPU work by ranks/cores and charges waits on descheduled peers") {
   // 4 ranks on 2 cores: o = 2; ring 8 B has 6 messages: 12 intra alphas, 6 x (1 - 1/2) switches
-  check_terms(terms_of("ring", collective::allreduce, one_node4, 8, 2), 2 * 6, 2 * 12, 0, 0, 2 * 6, 3);
-  check_terms(terms_of("ring", collective::allreduce, one_node4, 8, 4), 6, 12, 0, 0, 6, 0);  // enough cores
-  check_terms(terms_of("ring", collective::allreduce, one_node4, 8, 0), 6, 12, 0, 0, 6, 0);  // unknown: none
+  check_terms(schedule_of("ring", collective::allreduce, one_node4, 8, 2), 2 * 6, 2 * 12, 0, 0, 2 * 6, 3);
+  check_terms(schedule_of("ring", collective::allreduce, one_node4, 8, 4), 6, 12, 0, 0, 6, 0);  // enough cores
+  check_terms(schedule_of("ring", collective::allreduce, one_node4, 8, 0), 6, 12, 0, 0, 6, 0);  // unknown: none
   // network terms are not stretched; their waits count (4 hosts sharing 2 cores: 0.5 each)
-  check_terms(terms_of("ring", collective::allreduce, four_by_one, 8, 0.5), 0, 0, 6, 12, 2 * 6, 3);
+  check_terms(schedule_of("ring", collective::allreduce, four_by_one, 8, 0.5), 0, 0, 6, 12, 2 * 6, 3);
   cost_parameters p{{1e-6, 0}, {}, 0};
   p.switch_cost = 5e-6;
   CHECK(*predicted_seconds(p, "direct", collective::allreduce, {3, 1, 3}, 8, 2) == doctest::Approx(1.5e-6 + 5e-6 / 3));
@@ -133,14 +140,14 @@ TEST_CASE("predict: the cache term charges the share of bytes a rank's 3 S no lo
   m.cache_bytes = 3 * MiB;
   // 2 ranks, 2 MiB: 3 S = 6 MiB, half of it out of a 3 MiB cache; ring moves 2 MiB and reduces 1 MiB
   // (in 2 rounds of 512 KiB per segment)
-  check_terms(terms_of("ring", collective::allreduce, {2, 1, 2}, 2 * MiB, 0, {}, m), 4, 2 * MiB, 0, 0, MiB);
-  CHECK(terms_of("ring", collective::allreduce, {2, 1, 2}, 2 * MiB, 0, {}, m)->m == doctest::Approx(1.5 * MiB));
-  CHECK(terms_of("ring", collective::allreduce, {2, 1, 2}, 512 * KiB, 0, {}, m)->m == 0);  // fits
+  check_terms(schedule_of("ring", collective::allreduce, {2, 1, 2}, 2 * MiB, 0, {}, m), 4, 2 * MiB, 0, 0, MiB);
+  CHECK(schedule_of("ring", collective::allreduce, {2, 1, 2}, 2 * MiB, 0, {}, m)->m == doctest::Approx(1.5 * MiB));
+  CHECK(schedule_of("ring", collective::allreduce, {2, 1, 2}, 512 * KiB, 0, {}, m)->m == 0);  // fits
   // 4 ranks on 2 cores share a core's cache: 1.5 MiB each; 1 MiB -> 3 MiB touched, half out
-  CHECK(terms_of("ring", collective::allreduce, one_node4, MiB, 2, {}, m)->m == doctest::Approx(2 * 0.5 * (1.5 + 0.75) * MiB));
+  CHECK(schedule_of("ring", collective::allreduce, one_node4, MiB, 2, {}, m)->m == doctest::Approx(2 * 0.5 * (1.5 + 0.75) * MiB));
   // the network's bytes spill too, and are stretched, when it runs on the CPUs
   m.network_on_cpus = true;
-  const auto t = terms_of("ring", collective::allreduce, four_by_one, MiB, 0.5, {}, m);
+  const auto t = schedule_of("ring", collective::allreduce, four_by_one, MiB, 0.5, {}, m);
   REQUIRE(t);
   CHECK(t->b_inter == doctest::Approx(2 * 1.5 * MiB));
   CHECK(t->a_inter == 2 * 6);
@@ -151,12 +158,25 @@ TEST_CASE("predict: halving_doubling's folded-out ranks do not compete for cores
   CHECK(competing_ranks("hierarchical<halving_doubling, ring>", {3, 1, 3}) == 2);  // one node: Intra runs
   CHECK(competing_ranks("ring", {3, 1, 3}) == 3);
   // 3 ranks on 2 cores: messages stretched by 1.5 and waits charged; bytes not (2 busy ranks)
-  const auto t = terms_of("halving_doubling", collective::allreduce, {3, 1, 3}, 8, 2);
-  const auto plain = terms_of("halving_doubling", collective::allreduce, {3, 1, 3}, 8);
+  const auto t = schedule_of("halving_doubling", collective::allreduce, {3, 1, 3}, 8, 2);
+  const auto plain = schedule_of("halving_doubling", collective::allreduce, {3, 1, 3}, 8);
   REQUIRE(t);
   CHECK(t->a_intra == doctest::Approx(1.5 * plain->a_intra));
   CHECK(t->b_intra == doctest::Approx(plain->b_intra));
   CHECK(t->s == doctest::Approx(plain->a_intra / 3));
+}
+
+TEST_CASE("predict: the argument check is part of every measured time") {
+  // the communicator's exchange: a descriptor to each of the 3 peers before ring's 6 messages
+  CHECK(terms_of("ring", collective::allreduce, one_node4, 8)->a_intra == 6 + 3);
+  CHECK(terms_of("ring", collective::allreduce, four_by_one, 8)->a_inter == 6 + 3);
+  CHECK(terms_of("direct", collective::allreduce, one_node4, 8)->a_intra == 1);  // carried in its first epoch
+  machine_shape m;
+  m.check = argument_check::epoch;  // tuned<...> with direct over shm: direct's agree() first
+  CHECK(terms_of("ring", collective::allreduce, one_node4, 8, 0, {}, m)->a_intra == 6 + 1);
+  CHECK(terms_of("ring", collective::allreduce, four_by_one, 8, 0, {}, m)->a_inter == 6 + 3);  // no direct across nodes
+  m.check = argument_check::none;  // TUTTI_CHECK=0
+  CHECK(terms_of("ring", collective::allreduce, one_node4, 8, 0, {}, m)->a_intra == 6);
 }
 
 TEST_CASE("predict: parameters_of takes a table's fitted model") {

@@ -14,6 +14,7 @@
 #pragma once
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "tutti/core/error.hpp"
@@ -24,6 +25,14 @@ namespace tutti::tuner {
 struct link_cost {
   double alpha = 0;
   double beta = 0;
+};
+
+//! How a collective's arguments are checked across ranks before data moves (TUTTI_CHECK,
+//! communicator/agreement.hpp): part of every measured time, so part of the model.
+enum class argument_check : std::uint8_t {
+  exchange,  //!< the communicator sends a 32-byte descriptor to every peer: n - 1 messages (algorithm::direct needs none: its first epoch carries them)
+  epoch,     //!< in direct's first synchronisation: one more for any other candidate of a tuned<...> with direct (shm)
+  none,      //!< TUTTI_CHECK=0
 };
 
 //! What the model is told about the machine rather than fitting it.
@@ -40,6 +49,7 @@ struct machine_shape {
   //! ring's slot and out), 1 over NVLink or RDMA. beta_intra prices a message byte; a one-sided
   //! copy or read (algorithm::direct) costs 1 / message_copies of it.
   double message_copies = 2;
+  argument_check check = argument_check::exchange;  //!< how the measured (or predicted) runs checked arguments
 };
 
 //! The machine as the model sees it.
@@ -53,7 +63,7 @@ struct cost_parameters {
   //! Extra seconds per byte moved or reduced inside a node once the data no longer fits a core's
   //! cache (cost_terms::m; tuner/predict.hpp).
   double memory_beta = 0;
-  machine_shape machine;  //!< given, not fitted
+  machine_shape machine{};  //!< given, not fitted
 };
 
 //! A schedule's coefficients: time = a_intra alpha_intra + b_intra beta_intra + a_inter alpha_inter

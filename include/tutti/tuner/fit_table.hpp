@@ -23,7 +23,7 @@ namespace tutti::tuner {
 //! How the samples were run, where the table does not say it.
 struct fit_options {
   double cores_per_node = 0;  //!< cores a node's ranks share (0: unknown, no oversubscription term)
-  machine_shape machine;      //!< links per node, a core's cache, whether the network is the CPUs
+  machine_shape machine{};    //!< links per node, a core's cache, whether the network is the CPUs
   std::optional<dtype_class> of_class;  //!< fit only these samples (none: all)
   //! > 0: every node of every sample ran on one machine with this many cores (shm runs, simulated
   //! nodes, namespace hosts on one VM), so a sample's node had machine_cores / nodes of them;

@@ -120,6 +120,14 @@ struct composed_parts {
 }
 
 namespace detail {
+//! The argument check's terms (machine_shape::check) for `algorithm` over `where`.
+inline cost_terms check_terms(std::string_view algorithm, const layout& where, argument_check how) {
+  if (how == argument_check::none || where.world < 2 || (algorithm == "direct" && where.nodes == 1)) return {};
+  if (how == argument_check::epoch && where.nodes == 1) return on(level::intra, 1, 0, 0);
+  const double peers = where.world - 1.0;
+  return on(where.nodes == 1 ? level::intra : level::inter, peers, 32 * peers, 0);
+}
+
 //! Terms of `algorithm` for `c` on S bytes in all, without oversubscription.
 inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, collective c, const layout& where, double S,
                                                 const schedule_settings& set, const machine_shape& m) {
@@ -178,8 +186,9 @@ inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, coll
                                                         const machine_shape& m = {}) {
   if (where.world < 1 || where.nodes < 1 || !(bytes >= 0)) return std::nullopt;
   const double S = whole_vector_bytes(c, where, bytes);
-  const auto t = detail::schedule_terms(algorithm, c, where, S, settings_of(tuning), m);
+  auto t = detail::schedule_terms(algorithm, c, where, S, settings_of(tuning), m);
   if (!t) return std::nullopt;
+  *t += detail::check_terms(algorithm, where, m.check);
   const double q = ranks_on_a_node(where), busy = competing_ranks(algorithm, where);
   const double cache = cores_per_node > 0 && busy > cores_per_node ? m.cache_bytes * cores_per_node / busy : m.cache_bytes;
   return oversubscribed(spilled(*t, S, cache, m.network_on_cpus), q, cores_per_node, busy, m.network_on_cpus);
