@@ -19,47 +19,13 @@
 using namespace tutti;
 using namespace tutti::tuner;
 
+#include "export_fixture.hpp"
+
+using export_fixture::inf;
+using export_fixture::make_row;
+
 namespace {
-constexpr std::uint64_t inf = exporting::unbounded;
-
-row make_row(collective c, std::uint64_t lo, std::uint64_t hi, layout l, std::string alg,
-             dtype_class d = dtype_class::floating) {
-  row r;
-  r.collective_kind = c;
-  r.min_bytes = lo;
-  r.max_bytes = hi;
-  r.where = l;
-  r.algorithm = std::move(alg);
-  r.dtypes = d;
-  return r;
-}
-
-//! Four layouts of a multi_node job: 1x2, 1x4, 2x2, 4x1; every mapping rule is used at least once.
-table fixture() {
-  const layout one_by_two{2, 1, 2}, one_by_four{4, 1, 4}, two_by_two{4, 2, 2}, four_by_one{4, 4, 1};
-  table t;
-  t.source = "fixture.json";
-  t.made.transport = "multi_node";
-  t.made.hosts = {"a", "b"};
-  t.rows.push_back(make_row(collective::allreduce, 0, inf, one_by_two, "tree"));
-  t.rows.push_back(make_row(collective::allreduce, 0, inf, one_by_two, "ring", dtype_class::integer));
-  t.rows.push_back(make_row(collective::allreduce, 0, 2047, one_by_four, "halving_doubling"));
-  t.rows.push_back(make_row(collective::allreduce, 2048, 65535, one_by_four, "direct"));
-  t.rows.push_back(make_row(collective::allreduce, 65536, inf, one_by_four, "ring"));
-  t.rows.push_back(make_row(collective::reduce_scatter, 0, 1023, one_by_four, "halving_doubling"));
-  t.rows.push_back(make_row(collective::reduce_scatter, 1024, inf, one_by_four, "ring"));
-  t.rows.push_back(make_row(collective::allgather, 0, inf, one_by_four, "automatic"));  // -> direct
-  t.rows.push_back(make_row(collective::allgather, 0, inf, two_by_two, "ring"));
-  t.rows.push_back(make_row(collective::broadcast, 0, inf, one_by_four, "halving_doubling"));
-  t.rows.push_back(make_row(collective::barrier, 0, inf, one_by_four, "tree"));
-  row a2a = make_row(collective::alltoall, 0, inf, one_by_four, "halving_doubling");
-  a2a.tuning = {{"halving_doubling.bruck_block_bytes", 512}};
-  t.rows.push_back(a2a);
-  t.rows.push_back(make_row(collective::allreduce, 0, 4095, two_by_two, "hierarchical<direct, tree>"));
-  t.rows.push_back(make_row(collective::allreduce, 4096, inf, two_by_two, "automatic"));  // -> hierarchical<direct, ring>
-  t.rows.push_back(make_row(collective::allreduce, 0, inf, four_by_one, "hierarchical<direct, ring>"));  // -> ring
-  return t;
-}
+table fixture() { return export_fixture::make(); }
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
@@ -127,12 +93,14 @@ TEST_CASE("export nccl: the plugin reads back every row that has an NCCL counter
       {"allreduce", 0, inf, "tree", "simple", -1, 1, 2},          // 1x2 tree: exact
       {"allreduce", 0, 2047, "tree", "simple", -1, 1, 4},         // 1x4 halving_doubling: nearest
       {"allreduce", 65536, inf, "ring", "simple", -1, 1, 4},      // direct 2048..65535: none
-      {"reducescatter", 0, 4095, "pat", "simple", -1, 1, 4},      // per rank x 4
-      {"reducescatter", 4096, inf, "ring", "simple", -1, 1, 4},
+      {"reducescatter", 4080, inf, "ring", "simple", -1, 1, 4},   // per rank x 4; 0..1019: PAT needs 1 rank per node
+      {"allgather", 0, inf, "ring", "simple", -1, 1, 4},
       {"allreduce", 0, 4095, "tree", "simple", -1, 2, 4},         // hierarchical<direct, tree>
       {"allreduce", 4096, inf, "ring", "simple", -1, 2, 4},       // automatic -> hierarchical<direct, ring>
       {"allgather", 0, inf, "ring", "simple", -1, 2, 4},
       {"allreduce", 0, inf, "ring", "simple", -1, 4, 4},          // hierarchical<direct, ring>, 1 rank per node
+      {"reducescatter", 0, inf, "pat", "simple", -1, 4, 4},       // halving_doubling, 1 rank per node
+      {"broadcast", 0, inf, "ring", "simple", -1, 4, 4},
   };
   CHECK(configs == expected);
   // what NCCL would do at the boundaries (b-1, b, b+1) and where tutti's choice has no counterpart
@@ -140,7 +108,9 @@ TEST_CASE("export nccl: the plugin reads back every row that has an NCCL counter
   CHECK(nccl_lookup(configs, "allreduce", 2048, 1, 4).empty());
   CHECK(nccl_lookup(configs, "allreduce", 65535, 1, 4).empty());
   CHECK(nccl_lookup(configs, "allreduce", 65536, 1, 4) == "ring");
-  CHECK(nccl_lookup(configs, "reducescatter", 4 * 1023 + 3, 1, 4) == "pat");
+  CHECK(nccl_lookup(configs, "reducescatter", 4 * 1020 - 1, 1, 4).empty());
+  CHECK(nccl_lookup(configs, "reducescatter", 4 * 1020, 1, 4) == "ring");
+  CHECK(nccl_lookup(configs, "reducescatter", 4 * 1020 - 1, 4, 4) == "pat");
   CHECK(nccl_lookup(configs, "reducescatter", 4 * 1024, 1, 4) == "ring");
   CHECK(nccl_lookup(configs, "allreduce", 100, 3, 6).empty());  // a layout not in the table: NCCL's own choice
   // the rows left out say why, and the integer row is not written
@@ -151,7 +121,10 @@ TEST_CASE("export nccl: the plugin reads back every row that has an NCCL counter
 
   nccl_export_options ll;
   ll.protocol = "ll128";
-  CHECK(read_nccl(to_nccl_csv(t, ll)).front().proto == "ll128");
+  const auto with_ll128 = read_nccl(to_nccl_csv(t, ll));
+  CHECK(with_ll128.front().proto == "ll128");
+  CHECK(with_ll128.at(9).algo == "pat");
+  CHECK(with_ll128.at(9).proto == "simple");  // NCCL has PAT with simple only
   ll.protocol = "LL";
   CHECK_THROWS_AS(to_nccl_csv(t, ll), invalid_argument);
 }
@@ -258,14 +231,25 @@ TEST_CASE("export ucc: each layout's section and the CL/HIER string read back as
   CHECK(read.at("team_size=4 ppn=4 nnodes=1").at("UCC_TL_UCP_TUNE") ==
         std::vector<ucc_token>{
             tok("allreduce", 0, 2047, "sra_knomial"), tok("allreduce", 65536, inf, "ring"),  // direct: none
-            tok("reduce_scatter", 0, 1023, "knomial"), tok("reduce_scatter", 1024, inf, "ring"),  // per rank in UCC too
+            tok("reduce_scatter", 0, 1019, "knomial"), tok("reduce_scatter", 1020, inf, "ring"),  // per rank in UCC too
+            tok("allgather", 0, inf, "ring"),                                            // x 4, still 0..inf
             tok("bcast", 0, 65535, "knomial"), tok("bcast", 65536, inf, "sag_knomial"),  // split at the crossover
             tok("alltoall", 0, 4 * 513 - 1, "bruck"), tok("alltoall", 4 * 513, inf, "pairwise"),  // row's 512 B knob, x 4
         });
   CHECK(read.at("team_size=4 ppn=2 nnodes=2").at("UCC_TL_UCP_TUNE") ==
         std::vector<ucc_token>{tok("allgather", 0, inf, "ring")});  // allreduce went to CL/HIER
-  CHECK(read.at("team_size=4 ppn=1 nnodes=4").at("UCC_TL_UCP_TUNE") == std::vector<ucc_token>{tok("allreduce", 0, inf, "ring")});
+  CHECK(read.at("team_size=4 ppn=1 nnodes=4").at("UCC_TL_UCP_TUNE") ==
+        std::vector<ucc_token>{tok("allreduce", 0, inf, "ring"), tok("reduce_scatter", 0, inf, "knomial")});
+  CHECK(conf.find("TL/UCP has no ring broadcast") != std::string::npos);
   CHECK(conf.find("TL/UCP has no tree barrier") != std::string::npos);
+
+  // a UCC older than 1.8 has no allreduce ring and would drop the whole string: left to UCC
+  ucc_export_options before_1_8;
+  before_1_8.allreduce_ring = false;
+  const auto old = read_ucc_conf(to_ucc_conf(t, before_1_8));
+  CHECK(old.at("team_size=4 ppn=4 nnodes=1").at("UCC_TL_UCP_TUNE").at(1) == tok("reduce_scatter", 0, 1019, "knomial"));
+  CHECK(old.at("team_size=4 ppn=1 nnodes=4").at("UCC_TL_UCP_TUNE") ==
+        std::vector<ucc_token>{tok("reduce_scatter", 0, inf, "knomial")});
 }
 
 // ---- Open MPI classic: integers as ompi_coll_base_file_getnext_long reads them ----------------
@@ -341,7 +325,10 @@ long classic_lookup(const ompi_classic& f, long coll, long comm_size, long bytes
 }  // namespace
 
 TEST_CASE("export ompi: the classic rules file read back as Open MPI 5.0 reads it") {
-  const auto f = read_classic(to_ompi_rules(fixture()));
+  const std::string text = to_ompi_rules(fixture());
+  const auto f = read_classic(text);
+  CHECK(text.find("reduce on 1 node x 4 (world 4): nothing to say") != std::string::npos);
+  CHECK(text.find("bcast on 4 nodes x 1 (world 4) not written") != std::string::npos);
   CHECK(f.colls.size() == 7);  // allgather, allreduce, alltoall, barrier, bcast, reduce_scatter(_block)
   // allreduce (2): world 2 tree -> nonoverlapping; world 4 = 1x4 (2x2 and 4x1 share its size)
   CHECK(classic_lookup(f, 2, 2, 0) == 2);
@@ -351,18 +338,18 @@ TEST_CASE("export ompi: the classic rules file read back as Open MPI 5.0 reads i
   CHECK(classic_lookup(f, 2, 4, 65535) == 0);
   CHECK(classic_lookup(f, 2, 4, 65536) == 4);
   for (long other : {1L, 3L, 5L, 64L}) CHECK(classic_lookup(f, 2, other, 100) == 0);  // only measured sizes
-  // allgather (0): 1x4 (automatic = direct there) says nothing, so world 4 is 2x2's ring
-  CHECK(classic_lookup(f, 0, 4, 12345) == 4);
+  CHECK(classic_lookup(f, 0, 4, 12345) == 4);  // allgather: 1x4's ring (2x2's is left out)
+  CHECK(f.colls.count(11) == 0);                // reduce: automatic = direct on 1x4, nothing to say
   // alltoall (3): Bruck up to the row's 512 B per block, times 4 ranks
   CHECK(classic_lookup(f, 3, 4, 4 * 513 - 1) == 3);
   CHECK(classic_lookup(f, 3, 4, 4 * 513) == 2);
   CHECK(classic_lookup(f, 6, 4, 0) == 6);  // barrier: tree
   CHECK(classic_lookup(f, 7, 4, 65535) == 6);  // bcast: binomial below the default 64 KiB
   CHECK(classic_lookup(f, 7, 4, 65536) == 8);
-  CHECK(classic_lookup(f, 12, 4, 4 * 1024 - 1) == 2);  // reduce_scatter: per rank x 4
-  CHECK(classic_lookup(f, 12, 4, 4 * 1024) == 3);
-  CHECK(classic_lookup(f, 13, 4, 4095) == 3);
-  CHECK(classic_lookup(f, 13, 4, 4096) == 0);  // reduce_scatter_block has no ring
+  CHECK(classic_lookup(f, 12, 4, 4 * 1020 - 1) == 2);  // reduce_scatter: per rank x 4
+  CHECK(classic_lookup(f, 12, 4, 4 * 1020) == 3);
+  CHECK(classic_lookup(f, 13, 4, 4 * 1020 - 1) == 3);
+  CHECK(classic_lookup(f, 13, 4, 4 * 1020) == 0);  // reduce_scatter_block has no ring
 }
 
 // ---- Open MPI 6.0 JSON: a small reader, and coll/tuned's first-match lookup ------------------
@@ -499,8 +486,11 @@ TEST_CASE("export ompi: the 6.0 JSON rules read back with coll/tuned's first-mat
   CHECK(json_lookup(root, "allgather", 4, "any", 1 << 20) == "ring");
   CHECK(json_lookup(root, "alltoall", 4, "single-node", 4 * 513 - 1) == "modified_bruck");
   CHECK(json_lookup(root, "alltoall", 4, "single-node", 4 * 513) == "pairwise");
-  CHECK(json_lookup(root, "reduce_scatter_block", 4, "single-node", 4095) == "recursive_halving");
-  CHECK(json_lookup(root, "reduce_scatter_block", 4, "single-node", 4096).empty());
+  CHECK(json_lookup(root, "reduce_scatter_block", 4, "single-node", 4 * 1020 - 1) == "recursive_halving");
+  CHECK(json_lookup(root, "reduce_scatter_block", 4, "single-node", 4 * 1020).empty());
+  CHECK(json_lookup(root, "bcast", 4, "one-per-node", 1) == "pipeline");  // 4x1's ring, apart from 1x4's
+  CHECK(!root.at("collectives").has("reduce"));
+  CHECK(json_lookup(root, "reduce_scatter", 4, "one-per-node", 4096) == "recursive_halving");  // 4x1's own row
   CHECK(json_lookup(root, "bcast", 4, "single-node", 65536) == "scatter_allgather");
   CHECK(json_lookup(root, "allreduce", 3, "single-node", 5).empty());
 }
@@ -541,4 +531,10 @@ TEST_CASE("export: export_table picks a format by name, and refuses one it does 
   CHECK(read_nccl(export_table(t, "nccl", dtype_class::integer)) ==
         std::vector<nccl_config>{{"allreduce", 0, inf, "ring", "simple", -1, 1, 2}});
   CHECK_THROWS_WITH_AS(export_table(t, "mpich"), doctest::Contains("nccl, ucc, ompi, ompi-json"), invalid_argument);
+  table bad = t;
+  bad.rows[3].algorithm = "hierarchical<direct, ring";
+  bad.rows[3].line = 17;
+  for (const char* format : {"nccl", "ucc", "ompi", "ompi-json"})
+    CHECK_THROWS_WITH_AS(export_table(bad, format), doctest::Contains("row 4 (line 17): allreduce 2048-65535 B"),
+                         invalid_argument);
 }

@@ -196,6 +196,15 @@ struct piece {
          " B, " + r.algorithm;
 }
 
+//! A row's algorithm resolved on its layout; a malformed name is refused naming the row.
+[[nodiscard]] inline resolved resolve_row(const table& t, const row& r) {
+  try {
+    return resolve(parse_algorithm(r.algorithm), r.where, t.made.transport);
+  } catch (const invalid_argument& e) {
+    throw invalid_argument(t.source + ": " + row_text(t, r) + ": " + e.what());
+  }
+}
+
 //! The rows one export writes: those of `dtypes`, ordered by layout (world, nodes), then
 //! collective, then size — the order every peer format wants.
 [[nodiscard]] inline std::vector<const row*> rows_to_export(const table& t, dtype_class dtypes) {

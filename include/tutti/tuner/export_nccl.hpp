@@ -56,13 +56,15 @@ namespace exporting {
   if (base == "ring") return to("ring", "exact: NCCL's ring, pipelined in chunks as tutti's");
   if (base == "tree") {
     if (c == collective::allreduce) return to("tree", "exact: NCCL's tree is the same pipelined double binary tree");
-    return none(r, "NCCL runs " + std::string(name_of(c)) + " by ring (and pat, nvls, collnet), never by tree");
+    return none(r, "NCCL has no tree " + std::string(name_of(c)) + " (its tree is for allreduce only)");
   }
   if (base == "halving_doubling") {
     if (c == collective::allreduce)
       return to("tree", "nearest: log-latency like recursive halving-doubling, which NCCL does not have");
+    if ((c == collective::allgather || c == collective::reduce_scatter) && r.where.ranks_per_node == 1)
+      return to("pat", "nearest: NCCL's PAT is a log-step schedule (protocol simple only)");
     if (c == collective::allgather || c == collective::reduce_scatter)
-      return to("pat", "nearest: NCCL's PAT is a log-step schedule (NCCL runs it with one rank per node only)");
+      return none(r, "NCCL's log-step PAT runs only with one rank per node (NCCL_PAT_ENABLE, graph/tuning.cc)");
     return none(r, "NCCL has no log-latency " + std::string(name_of(c)));
   }
   if (base == "direct")
@@ -87,6 +89,7 @@ namespace exporting {
   if (o.protocol != "simple" && o.protocol != "ll" && o.protocol != "ll128")
     throw invalid_argument("NCCL export: protocol \"" + o.protocol + "\" is not one of simple, ll, ll128");
   constexpr std::size_t line_limit = 250;  // the plugin's fgets reads 255 characters a line
+  const std::string simple = "simple";
   std::string out;
   const auto comment = [&](const std::string& text) { out += clipped("# " + text, line_limit) + "\n"; };
   comment("NCCL tuner plugin configuration (NCCL plugins/tuner/example; NCCL_TUNER_CONFIG_FILE=<this file>)");
@@ -94,10 +97,10 @@ namespace exporting {
   comment("protocol " + o.protocol + " on every line: tutti has no protocols, the plugin must name one");
   comment("collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff");
   for (const row* r : rows_to_export(t, o.dtypes)) {
-    const resolved a = resolve(parse_algorithm(r->algorithm), r->where, t.made.transport);
+    const resolved a = resolve_row(t, *r);
     const std::string head = row_text(t, *r) + " on " + layout_text(r->where) + (a.how.empty() ? "" : " (" + a.how + ")");
-    const bool per_rank = r->collective_kind == collective::allgather || r->collective_kind == collective::reduce_scatter;
-    const auto factor = static_cast<std::uint64_t>(per_rank ? r->where.world : 1);
+    const bool all_ranks = r->collective_kind == collective::allgather || r->collective_kind == collective::reduce_scatter;
+    const auto factor = static_cast<std::uint64_t>(all_ranks ? r->where.world : 1);
     out += "\n";
     comment(head);
     for (const piece& p : nccl_pieces(*r, a)) {
@@ -108,8 +111,9 @@ namespace exporting {
       }
       comment("  " + sizes + " -> " + p.peer + " (" + p.why + ")" + (factor > 1 ? "; NCCL counts bytes over all ranks" : ""));
       const std::uint64_t lo = scaled_min(p.min_bytes, factor), hi = scaled_max(p.max_bytes, factor);
+      const std::string& protocol = p.peer == "pat" ? simple : o.protocol;  // NCCL runs PAT with simple only
       out += std::string(nccl_collective(r->collective_kind)) + "," + std::to_string(lo) + "," + std::to_string(hi) + "," +
-             p.peer + "," + o.protocol + ",-1," + std::to_string(r->where.nodes) + "," + std::to_string(r->where.world) +
+             p.peer + "," + protocol + ",-1," + std::to_string(r->where.nodes) + "," + std::to_string(r->where.world) +
              ",-1,-1\n";
     }
   }

@@ -136,7 +136,7 @@ struct ompi_block {
 [[nodiscard]] inline std::vector<ompi_block> ompi_blocks(const table& t, dtype_class dtypes) {
   std::map<std::tuple<int, int, int, int>, ompi_block> blocks;
   for (const row* r : rows_to_export(t, dtypes)) {
-    const resolved a = resolve(parse_algorithm(r->algorithm), r->where, t.made.transport);
+    const resolved a = resolve_row(t, *r);
     for (const ompi_collective& coll : ompi_collectives(r->collective_kind)) {
       auto [it, fresh] = blocks.try_emplace(std::tuple(coll.id, r->where.world, r->where.nodes, r->where.ranks_per_node),
                                             ompi_block{coll, r->where, {}, {}});

@@ -15,6 +15,8 @@
 //! which cannot tell two layouts of one world apart: the first layout of a world keeps it.
 //! UCC measures allgather and alltoall over all ranks' bytes (ucc_coll_args_msgsize), tutti per
 //! rank: those ranges are multiplied by the world size; reduce_scatter counts the same in both.
+//! Checked against UCC 1.4.4 itself (tests/tuner/peers/check_ucc.sh): its team score maps hold
+//! exactly the exported ranges and algorithms, per section.
 #pragma once
 #include <map>
 #include <string>
@@ -28,6 +30,10 @@ namespace tutti::tuner {
 
 struct ucc_export_options {
   dtype_class dtypes = dtype_class::floating;  //!< UCC's scores do not see the element type
+  //! TL/UCP has an allreduce ring since UCC 1.8 (commit 29d44012); an older UCC refuses the
+  //! unknown name and drops the whole TUNE string it is in, so for one set this false (ring
+  //! allreduce rows are then left to UCC). Every other algorithm written exists since UCC 1.4.
+  bool allreduce_ring = true;
 };
 
 namespace exporting {
@@ -49,7 +55,7 @@ namespace exporting {
 inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
 
 //! tutti's algorithm on this row -> UCC's (docs/tuning.md has the table).
-[[nodiscard]] inline std::vector<piece> ucc_pieces(const row& r, const resolved& a) {
+[[nodiscard]] inline std::vector<piece> ucc_pieces(const row& r, const resolved& a, const ucc_export_options& o = {}) {
   const collective c = r.collective_kind;
   const auto make = [](std::string_view part, std::string peer, std::string why) {
     piece p;
@@ -64,9 +70,11 @@ inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
   const std::string& base = a.name.base;
   const std::string coll(name_of(c));
   if (base == "ring") {
+    if (c == collective::allreduce && !o.allreduce_ring)
+      return none(r, "TL/UCP's allreduce ring needs UCC 1.8 (ucc_export_options::allreduce_ring is off)");
     if (c == collective::allreduce || c == collective::allgather || c == collective::reduce_scatter)
       return to("ring", "exact: TL/UCP's ring");
-    if (c == collective::alltoall) return to("pairwise", "exact: tutti's alltoall is the pairwise exchange (8 steps in flight)");
+    if (c == collective::alltoall) return to("pairwise", "exact with UCC_TL_UCP_ALLTOALL_PAIRWISE_NUM_POSTS=8: the pairwise exchange, 8 in flight");
     return none(r, "TL/UCP has no ring " + coll);
   }
   if (base == "tree") {
@@ -78,18 +86,23 @@ inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
     switch (c) {
       case collective::allreduce:
         return to("sra_knomial", "exact with UCC_TL_UCP_ALLREDUCE_SRA_KN_RADIX=2: scatter-reduce + allgather (Rabenseifner)");
-      case collective::allgather: return to("knomial", "nearest: recursive k-ing; radix 2 is recursive doubling");
-      case collective::reduce_scatter: return to("knomial", "nearest: recursive k-ing; radix 2 is recursive halving");
+      case collective::allgather:
+        return to("knomial", "nearest: recursive k-ing; UCC_TL_UCP_ALLGATHER_KN_RADIX=2 is recursive doubling");
+      case collective::reduce_scatter:
+        return to("knomial", "nearest: recursive k-ing; UCC_TL_UCP_REDUCE_SCATTER_KN_RADIX=2 is recursive halving");
       case collective::broadcast:
-        return split_at(r, halving_doubling_switch(r), make(tl_ucp, "knomial", "exact with radix 2: a binomial tree"),
+        return split_at(r, halving_doubling_switch(r),
+                        make(tl_ucp, "knomial", "exact with UCC_TL_UCP_BCAST_KN_RADIX=2: a binomial tree"),
                         make(tl_ucp, "sag_knomial", "nearest: scatter + allgather (van de Geijn)"));
       case collective::reduce:
-        return split_at(r, halving_doubling_switch(r), make(tl_ucp, "knomial", "exact with radix 2: a binomial tree"),
+        return split_at(r, halving_doubling_switch(r),
+                        make(tl_ucp, "knomial", "exact with UCC_TL_UCP_KN_RADIX=2: a binomial tree"),
                         make(tl_ucp, "srg", "nearest: scatter-reduce + gather (Rabenseifner)"));
       case collective::alltoall:
         return split_at(r, halving_doubling_switch(r), make(tl_ucp, "bruck", "exact: Bruck"),
-                        make(tl_ucp, "pairwise", "exact: pairwise exchange"));
-      case collective::barrier: return to("knomial", "nearest: recursive knomial; tutti's is a dissemination barrier");
+                        make(tl_ucp, "pairwise", "exact: the pairwise exchange"));
+      case collective::barrier:
+        return to("knomial", "nearest: recursive knomial (radix 8 unless UCC_TL_UCP_BARRIER_KN_RADIX); tutti's is dissemination");
     }
   }
   if (base == "direct")
@@ -101,8 +114,8 @@ inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
         if (intra_reduce_scatters)
           return to("split_rail", "exact shape: reduce-scatter in node, allreduce across, allgather in node", cl_hier);
         return to("rab", "exact shape: reduce in node, allreduce across, broadcast in node", cl_hier);
-      case collective::broadcast: return to("2step", "exact shape: across nodes, then inside each", cl_hier);
-      case collective::reduce: return to("2step", "exact shape: inside each node, then across", cl_hier);
+      case collective::broadcast: return to("2step", "nearest: across nodes and inside each, UCC overlapping the two", cl_hier);
+      case collective::reduce: return to("2step", "nearest: inside each node and across, UCC overlapping the two", cl_hier);
       case collective::alltoall: return to("pairwise", "exact: tutti's hierarchical alltoall is the flat pairwise exchange");
       default: return none(r, "CL/HIER has no " + coll + " (allgatherv only)");
     }
@@ -138,11 +151,11 @@ inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
   for (const row* r : rows_to_export(t, o.dtypes)) {
     if (parts.empty() || !(parts.back().where == r->where)) parts.push_back({r->where, {}, {}});
     layout_part& part = parts.back();
-    const resolved a = resolve(parse_algorithm(r->algorithm), r->where, t.made.transport);
+    const resolved a = resolve_row(t, *r);
     part.comments.push_back(row_text(t, *r) + (a.how.empty() ? "" : " (" + a.how + ")"));
     const bool all_ranks = r->collective_kind == collective::allgather || r->collective_kind == collective::alltoall;
     const auto factor = static_cast<std::uint64_t>(all_ranks ? r->where.world : 1);
-    for (const piece& p : ucc_pieces(*r, a)) {
+    for (const piece& p : ucc_pieces(*r, a, o)) {
       const std::string sizes = "  " + std::to_string(p.min_bytes) + "-" + bytes_text(p.max_bytes) + " B";
       if (p.peer.empty()) {
         part.comments.push_back(sizes + ": no UCC counterpart, UCC keeps its own choice: " + p.why);
@@ -173,6 +186,8 @@ inline constexpr std::string_view tl_ucp = "tl_ucp", cl_hier = "cl_hier";
   std::string out = "# UCC configuration fragment (UCC_CONFIG_FILE=<this file>, or append to ucc.conf)\n";
   for (const auto& line : provenance_lines(t, "UCC", o.dtypes)) out += "# " + line + "\n";
   out += "# TL/UCP lines sit in one section per layout; each could also be set alone as an environment variable\n";
+  out += std::string("# needs UCC 1.4 or later") + (o.allreduce_ring ? " (1.8 for allreduce @ring)" : "") +
+         ": UCC drops a whole TUNE string that names an algorithm it lacks\n";
   if (!hier_tokens.empty()) {
     out += "# CL/HIER runs only when UCC_CLS includes hier (e.g. UCC_CLS=basic,hier); it picks its own inner algorithms\n";
     out += "UCC_CL_HIER_TUNE=" + join(hier_tokens) + "\n";
