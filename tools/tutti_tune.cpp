@@ -156,6 +156,7 @@ int main(int argc, char** argv) {
       case mode::explain: return explain_mode(o);
       case mode::check: return check_mode(o);
       case mode::export_table: return export_mode(o);
+      case mode::combine: return combine_mode(o);
       case mode::sweep: break;
     }
     if (o.transport == "shm") return run_shm(o);

@@ -1,20 +1,22 @@
 //! @file make_table.hpp  From a sweep's points to a tuning table: the samples, the rows the honest
 //! rule chooses (tuner/choose.hpp), the fitted model when Eigen is there, and --merge.
 #pragma once
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
-#include <string>
-#include <vector>
-
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <span>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "files.hpp"
 #include "options.hpp"
 #include "sweep.hpp"
+#include "tutti/core/config.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/tuner/choose.hpp"
 #include "tutti/tuner/selection.hpp"
@@ -117,19 +119,30 @@ template <class Item>
 }
 
 //! The cost model fitted to every sample of `t` (float ones when there are any: gamma differs
-//! between classes), or none without Eigen or with too few samples (then rank 0 says why).
+//! between classes), or none without Eigen or with too few samples (then rank 0 says why). What
+//! the fit is told rather than finding (tuner::machine_shape): each node's cores (this machine's,
+//! or --machine-cores shared by every node, which also puts the "network" on those CPUs), a
+//! core's L2 cache, and how arguments were checked (direct's first epoch when shm's tuned<...>
+//! has direct, the communicator's exchange across nodes, none with TUTTI_CHECK=0).
 inline void fit_model(tutti::tuner::table& t, const options& o) {
   t.model.reset();
 #if defined(TUTTI_HAVE_EIGEN)
-  tutti::tuner::fit_options f;
-  const bool any_float = std::any_of(t.samples.begin(), t.samples.end(), [](const tutti::tuner::sample& s) {
-    return s.dtypes == tutti::tuner::dtype_class::floating;
-  });
-  f.of_class = any_float ? tutti::tuner::dtype_class::floating : tutti::tuner::dtype_class::integer;
+  namespace tn = tutti::tuner;
+  tn::fit_options f;
+  const bool any_float = std::any_of(t.samples.begin(), t.samples.end(),
+                                     [](const tn::sample& s) { return s.dtypes == tn::dtype_class::floating; });
+  f.of_class = any_float ? tn::dtype_class::floating : tn::dtype_class::integer;
   if (o.machine_cores > 0) f.machine_cores = o.machine_cores;
   else f.cores_per_node = std::thread::hardware_concurrency();
+  f.machine.network_on_cpus = o.machine_cores > 0;
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  f.machine.cache_bytes = l2 > 0 ? static_cast<double>(l2) : 0;
+  const auto check = tutti::config::raw("TUTTI_CHECK");
+  f.machine.check = check && *check == "0"     ? tn::argument_check::none
+                    : o.transport == "shm"     ? tn::argument_check::epoch
+                                               : tn::argument_check::exchange;
   try {
-    t.model = tutti::tuner::fit_samples(t.samples, f);
+    t.model = tn::fit_samples(t.samples, f);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tutti-tune: note: no cost model in the table: %s\n", e.what());
   }
@@ -160,6 +173,21 @@ inline void write_table_of(const options& o, const std::vector<series>& all, con
                t.rows.size(), t.samples.size(),
                static_cast<std::size_t>(std::count_if(t.rows.begin(), t.rows.end(),
                                                       [&](const tutti::tuner::row& r) { return r.where == where; })));
+}
+
+//! --combine A,B,... --output C: the tables merged in order (a later one's layouts replace an
+//! earlier one's), the model refitted over all samples, written. No launcher: nothing is measured.
+inline int combine_mode(const options& o) {
+  if (o.combine.size() < 2 || !o.output_given)
+    throw usage_error{"--combine takes two or more tables (A,B,...) and --output FILE"};
+  tutti::tuner::table t = tutti::tuner::read_table_file(o.combine.front());
+  for (std::size_t i = 1; i < o.combine.size(); ++i) t = merged(t, tutti::tuner::read_table_file(o.combine[i]));
+  t.source = o.output;
+  fit_model(t, o);
+  write_file(o.output, tutti::tuner::write_table(t));
+  std::fprintf(stderr, "tutti-tune: wrote %s: %zu rows and %zu samples from %zu tables\n", o.output.c_str(), t.rows.size(),
+               t.samples.size(), o.combine.size());
+  return 0;
 }
 
 }  // namespace tune

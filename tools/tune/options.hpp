@@ -21,7 +21,7 @@ struct usage_error {
   std::string what;
 };
 
-enum class mode { sweep, explain, check, export_table, help };
+enum class mode { sweep, explain, check, export_table, combine, help };
 
 struct options {
   mode what = mode::sweep;
@@ -48,7 +48,8 @@ struct options {
   std::string explain_dtype = "float";
   std::string table;  //!< --table FILE (--explain, --export); --check's FILE
   int world = 0, nodes = 0, ranks_per_node = -1;  //!< --explain's layout (0/-1: from the table)
-  std::string export_format;  //!< nccl | ucc | ompi
+  std::string export_format;  //!< nccl | ucc | ompi | ompi-json
+  std::vector<std::string> combine;  //!< --combine A,B,...
   bool output_given = false;
   std::string command;  //!< the command line, for the provenance
 };
@@ -60,6 +61,7 @@ inline constexpr const char* help_text =
     "       tutti-tune --explain SIZE [--collective C] [--dtype float|integer] [--table FILE]\n"
     "                  [--world N --nodes N --ranks-per-node N]\n"
     "       tutti-tune --check FILE\n"
+    "       tutti-tune --combine A,B[,...] [--transport shm|multi_node] [--machine-cores N] --output FILE\n"
     "       tutti-tune --export nccl|ucc|ompi|ompi-json [--dtype float|integer] [--table FILE] [--output FILE]\n"
     "\n"
     "Measures every candidate algorithm of algorithm::tuned<...> for this transport (and knob variants)\n"
@@ -86,6 +88,8 @@ inline constexpr const char* help_text =
     "  --merge FILE        keep FILE's rows and samples of other layouts (and collectives) in the output\n"
     "  --explain SIZE      why the table chose what it chose at SIZE bytes (no launcher needed)\n"
     "  --check FILE        validate a (hand-edited) table for every layout in it and print a summary\n"
+    "  --combine A,B,...   one table from several (later ones replace earlier ones' layouts), the model\n"
+    "                      refitted over all samples (--transport says how arguments were checked)\n"
     "  --export FORMAT     the table as an NCCL tuner-plugin CSV (nccl), a ucc.conf fragment (ucc), Open MPI\n"
     "                      coll/tuned rules (ompi: classic; ompi-json: the 6.0 JSON format)\n"
     "  --table FILE        the table for --explain and --export (default TUTTI_TUNING_FILE, else built-in)\n"
@@ -248,6 +252,9 @@ inline constexpr std::uint64_t element_bytes = 4;
     } else if (arg == "--check") {
       o.what = mode::check;
       o.table = v;
+    } else if (arg == "--combine") {
+      o.what = mode::combine;
+      for (auto f : split_list(v)) o.combine.emplace_back(f);
     } else if (arg == "--export") {
       if (v != "nccl" && v != "ucc" && v != "ompi" && v != "ompi-json")
         throw usage_error{"--export takes nccl, ucc, ompi or ompi-json, got '" + std::string(v) + "'"};
