@@ -72,12 +72,17 @@ tutti::rank_info started_as_job(const options& o) {
                       "; start it like the job: tutti-run -n 4 -- tutti-tune --transport " + o.transport};
   // --merge FILE: refuse a bad table now, not after the sweep; a missing one starts a new table.
   if (info.rank == 0 && !o.merge.empty() && std::filesystem::exists(o.merge)) (void)tutti::tuner::read_table_file(o.merge);
-  // The communicator's own table must be the same on every rank and valid for these candidates:
-  // the built-in one. The sweep forces every candidate itself; TUTTI_TUNING_FILE is not read.
-  if (std::getenv("TUTTI_TUNING_FILE")) {
-    if (info.rank == 0) std::fprintf(stderr, "tutti-tune: note: TUTTI_TUNING_FILE is ignored while tuning\n");
-    unsetenv("TUTTI_TUNING_FILE");
-  }
+  // The sweep forces every candidate itself: the communicator's own table is an empty one, the
+  // same on every rank whatever TUTTI_TUNING_FILE or the built-in table hold (tuned<...>'s table
+  // source hook, tuned/table_source.hpp).
+  if (info.rank == 0 && std::getenv("TUTTI_TUNING_FILE"))
+    std::fprintf(stderr, "tutti-tune: note: TUTTI_TUNING_FILE is not read while tuning\n");
+  static const auto none = [] {
+    auto t = std::make_shared<tutti::tuner::table>();
+    t->source = "tutti-tune's empty table (every candidate is forced)";
+    return std::shared_ptr<const tutti::tuner::table>(std::move(t));
+  }();
+  alg::tuned_table::testing_source() = [](int, std::string_view) { return none; };
   return info;
 }
 
