@@ -1,7 +1,8 @@
 # tutti-tune end to end, in seconds (issue 20 point 7): a tiny sweep under tutti-run writes a table;
 # --check accepts it and refuses a broken copy with its row and line; --explain prints the row; a
 # job with algorithm::tuned reads it through TUTTI_TUNING_FILE, runs what its rows say and gets the
-# right sums; a second sweep (3 ranks) --merge'd into it keeps the first layout.
+# right sums; --export writes NCCL's CSV; a second sweep (3 ranks) --merge'd into it keeps the
+# first layout.
 # Usage: tune.sh <tutti-run> <tutti-tune> <tune_reader>
 source "$(dirname "$0")/lib.sh"
 tune=${2:?tutti-tune}
@@ -42,6 +43,10 @@ row=$(sed -n 's/^ *row [0-9]* (line [0-9]*): .* -> //p' "$tmp/explain.out" | hea
 [[ -n $ran && -n $row ]] || fail "the job did not say what ran at 64 KiB, or --explain named no row"
 echo "64 KiB: ran $ran, row $row"
 [[ ${row%%\{*} == "$ran" ]] || fail "at 64 KiB the job ran $ran, but --explain says the row chose $row"
+
+# The same choices for NCCL's tuner plugin (tuner/export.hpp writes it; its own tests read it back).
+"$tune" --export nccl --table "$table" >"$tmp/export.out" 2>"$tmp/export.err" || fail "--export nccl"
+expect_in "$tmp/export.out" "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks" "--export nccl's columns"
 
 # Another layout merged in: both are in the table, and --check reads it.
 launch merge -n 3 --no-prefix -- "$tune" --sizes 8 --reps 2 --target-ms 1 --budget 10 --no-knobs \
