@@ -5,9 +5,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
-#include <utility>
-
 #include <tutti/tuner/export_common.hpp>
+#include <utility>
 
 namespace export_fixture {
 

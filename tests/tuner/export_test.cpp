@@ -3,6 +3,15 @@
 //! classic and JSON readers), and every range and algorithm checked against the table.
 #include <doctest/doctest.h>
 
+// The table's own headers first, where they exist (after branch table): they declare helpers of
+// the same names in tuner:: (bytes_text, layout_text), which the exporters must never meet, not
+// even by argument-dependent lookup.
+#if __has_include(<tutti/tuner/choose.hpp>)
+#include <tutti/tuner/choose.hpp>
+#include <tutti/tuner/explain.hpp>
+#include <tutti/tuner/interpolate.hpp>
+#endif
+
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -12,15 +21,13 @@
 #include <sstream>
 #include <string>
 #include <tuple>
-#include <vector>
-
 #include <tutti/tuner/export.hpp>
-
-using namespace tutti;
-using namespace tutti::tuner;
+#include <vector>
 
 #include "export_fixture.hpp"
 
+using namespace tutti;
+using namespace tutti::tuner;
 using export_fixture::inf;
 using export_fixture::make_row;
 
@@ -90,16 +97,16 @@ TEST_CASE("export nccl: the plugin reads back every row that has an NCCL counter
   const std::string csv = to_nccl_csv(t);
   const auto configs = read_nccl(csv);
   const std::vector<nccl_config> expected{
-      {"allreduce", 0, inf, "tree", "simple", -1, 1, 2},          // 1x2 tree: exact
-      {"allreduce", 0, 2047, "tree", "simple", -1, 1, 4},         // 1x4 halving_doubling: nearest
-      {"allreduce", 65536, inf, "ring", "simple", -1, 1, 4},      // direct 2048..65535: none
-      {"reducescatter", 4080, inf, "ring", "simple", -1, 1, 4},   // per rank x 4; 0..1019: PAT needs 1 rank per node
+      {"allreduce", 0, inf, "tree", "simple", -1, 1, 2},         // 1x2 tree: exact
+      {"allreduce", 0, 2047, "tree", "simple", -1, 1, 4},        // 1x4 halving_doubling: nearest
+      {"allreduce", 65536, inf, "ring", "simple", -1, 1, 4},     // direct 2048..65535: none
+      {"reducescatter", 4080, inf, "ring", "simple", -1, 1, 4},  // per rank x 4; 0..1019: PAT needs 1 rank per node
       {"allgather", 0, inf, "ring", "simple", -1, 1, 4},
-      {"allreduce", 0, 4095, "tree", "simple", -1, 2, 4},         // hierarchical<direct, tree>
-      {"allreduce", 4096, inf, "ring", "simple", -1, 2, 4},       // automatic -> hierarchical<direct, ring>
+      {"allreduce", 0, 4095, "tree", "simple", -1, 2, 4},    // hierarchical<direct, tree>
+      {"allreduce", 4096, inf, "ring", "simple", -1, 2, 4},  // automatic -> hierarchical<direct, ring>
       {"allgather", 0, inf, "ring", "simple", -1, 2, 4},
-      {"allreduce", 0, inf, "ring", "simple", -1, 4, 4},          // hierarchical<direct, ring>, 1 rank per node
-      {"reducescatter", 0, inf, "pat", "simple", -1, 4, 4},       // halving_doubling, 1 rank per node
+      {"allreduce", 0, inf, "ring", "simple", -1, 4, 4},     // hierarchical<direct, ring>, 1 rank per node
+      {"reducescatter", 0, inf, "pat", "simple", -1, 4, 4},  // halving_doubling, 1 rank per node
       {"broadcast", 0, inf, "ring", "simple", -1, 4, 4},
   };
   CHECK(configs == expected);
@@ -157,23 +164,29 @@ std::optional<std::uint64_t> memunits(const std::string& s) {  // ucs_str_to_mem
   std::uint64_t v = std::strtoull(s.substr(0, at).c_str(), nullptr, 10);
   std::string unit = lower(s.substr(at));
   if (!unit.empty() && unit.back() == 'b') unit.pop_back();
-  if (unit == "k") v <<= 10;
-  else if (unit == "m") v <<= 20;
-  else if (unit == "g") v <<= 30;
-  else if (!unit.empty()) return std::nullopt;
+  if (unit == "k")
+    v <<= 10;
+  else if (unit == "m")
+    v <<= 20;
+  else if (unit == "g")
+    v <<= 30;
+  else if (!unit.empty())
+    return std::nullopt;
   return v;
 }
 ucc_token parse_ucc_token(const std::string& text) {
-  const std::set<std::string> colls{"allgather", "allgatherv", "allreduce", "alltoall", "alltoallv", "barrier", "bcast",
-                                    "fanin", "fanout", "gather", "gatherv", "reduce", "reduce_scatter",
-                                    "reduce_scatterv", "scatter", "scatterv"};
+  const std::set<std::string> colls{
+      "allgather", "allgatherv", "allreduce", "alltoall", "alltoallv",      "barrier",         "bcast",   "fanin",
+      "fanout",    "gather",     "gatherv",   "reduce",   "reduce_scatter", "reduce_scatterv", "scatter", "scatterv"};
   const std::set<std::string> mems{"host", "cuda", "cuda_managed", "rocm", "rocm_managed"};
   ucc_token t;
   bool have_score = false, have_range = false;
   for (const auto& q : split(text, ':')) {
     const auto ql = lower(q);
-    if (t.coll.empty() && colls.count(ql)) t.coll = ql;
-    else if (t.mem.empty() && mems.count(ql)) t.mem = ql;
+    if (t.coll.empty() && colls.count(ql))
+      t.coll = ql;
+    else if (t.mem.empty() && mems.count(ql))
+      t.mem = ql;
     else if (!have_score && (ql == "inf" || (!q.empty() && q.find_first_not_of("0123456789") == std::string::npos))) {
       t.score = ql == "inf" ? inf : std::strtoull(q.c_str(), nullptr, 10);
       have_score = true;
@@ -225,16 +238,18 @@ TEST_CASE("export ucc: each layout's section and the CL/HIER string read back as
     return ucc_token{std::move(coll), "host", std::move(alg), lo, hi, team, team, inf};
   };
   REQUIRE(read.count(""));
-  CHECK(read.at("").at("UCC_CL_HIER_TUNE") ==
-        std::vector<ucc_token>{tok("allreduce", 0, 4095, "split_rail", 4), tok("allreduce", 4096, inf, "split_rail", 4)});
-  CHECK(read.at("team_size=2 ppn=2 nnodes=1").at("UCC_TL_UCP_TUNE") == std::vector<ucc_token>{tok("allreduce", 0, inf, "dbt")});
+  CHECK(read.at("").at("UCC_CL_HIER_TUNE") == std::vector<ucc_token>{tok("allreduce", 0, 4095, "split_rail", 4),
+                                                                     tok("allreduce", 4096, inf, "split_rail", 4)});
+  CHECK(read.at("team_size=2 ppn=2 nnodes=1").at("UCC_TL_UCP_TUNE") ==
+        std::vector<ucc_token>{tok("allreduce", 0, inf, "dbt")});
   CHECK(read.at("team_size=4 ppn=4 nnodes=1").at("UCC_TL_UCP_TUNE") ==
         std::vector<ucc_token>{
-            tok("allreduce", 0, 2047, "sra_knomial"), tok("allreduce", 65536, inf, "ring"),  // direct: none
+            tok("allreduce", 0, 2047, "sra_knomial"), tok("allreduce", 65536, inf, "ring"),       // direct: none
             tok("reduce_scatter", 0, 1019, "knomial"), tok("reduce_scatter", 1020, inf, "ring"),  // per rank in UCC too
-            tok("allgather", 0, inf, "ring"),                                            // x 4, still 0..inf
+            tok("allgather", 0, inf, "ring"),                                                     // x 4, still 0..inf
             tok("bcast", 0, 65535, "knomial"), tok("bcast", 65536, inf, "sag_knomial"),  // split at the crossover
-            tok("alltoall", 0, 4 * 513 - 1, "bruck"), tok("alltoall", 4 * 513, inf, "pairwise"),  // row's 512 B knob, x 4
+            tok("alltoall", 0, 4 * 513 - 1, "bruck"),
+            tok("alltoall", 4 * 513, inf, "pairwise"),  // row's 512 B knob, x 4
         });
   CHECK(read.at("team_size=4 ppn=2 nnodes=2").at("UCC_TL_UCP_TUNE") ==
         std::vector<ucc_token>{tok("allgather", 0, inf, "ring")});  // allreduce went to CL/HIER
@@ -255,8 +270,13 @@ TEST_CASE("export ucc: each layout's section and the CL/HIER string read back as
 // ---- Open MPI classic: integers as ompi_coll_base_file_getnext_long reads them ----------------
 namespace {
 struct ompi_classic {
-  struct msg_rule { long from, alg; };
-  struct com_rule { long size; std::vector<msg_rule> rules; };
+  struct msg_rule {
+    long from, alg;
+  };
+  struct com_rule {
+    long size;
+    std::vector<msg_rule> rules;
+  };
   std::map<long, std::vector<com_rule>> colls;  // collective id -> its blocks, in file order
 };
 std::vector<long> classic_numbers(const std::string& text) {  // fscanf("%li") and '#' to end of line
@@ -339,11 +359,11 @@ TEST_CASE("export ompi: the classic rules file read back as Open MPI 5.0 reads i
   CHECK(classic_lookup(f, 2, 4, 65536) == 4);
   for (long other : {1L, 3L, 5L, 64L}) CHECK(classic_lookup(f, 2, other, 100) == 0);  // only measured sizes
   CHECK(classic_lookup(f, 0, 4, 12345) == 4);  // allgather: 1x4's ring (2x2's is left out)
-  CHECK(f.colls.count(11) == 0);                // reduce: automatic = direct on 1x4, nothing to say
+  CHECK(f.colls.count(11) == 0);               // reduce: automatic = direct on 1x4, nothing to say
   // alltoall (3): Bruck up to the row's 512 B per block, times 4 ranks
   CHECK(classic_lookup(f, 3, 4, 4 * 513 - 1) == 3);
   CHECK(classic_lookup(f, 3, 4, 4 * 513) == 2);
-  CHECK(classic_lookup(f, 6, 4, 0) == 6);  // barrier: tree
+  CHECK(classic_lookup(f, 6, 4, 0) == 6);      // barrier: tree
   CHECK(classic_lookup(f, 7, 4, 65535) == 6);  // bcast: binomial below the default 64 KiB
   CHECK(classic_lookup(f, 7, 4, 65536) == 8);
   CHECK(classic_lookup(f, 12, 4, 4 * 1020 - 1) == 2);  // reduce_scatter: per rank x 4
@@ -474,15 +494,15 @@ TEST_CASE("export ompi: the 6.0 JSON rules read back with coll/tuned's first-mat
   CHECK(root.at("rule_file_version").num == 3);
   CHECK(root.at("module").str == "tuned");
   // every collective name is one mca_coll_base_name_to_colltype knows (not the schema's "reducescatter")
-  const std::set<std::string> known{"allgather", "allreduce", "alltoall", "barrier", "bcast", "reduce",
-                                    "reduce_scatter", "reduce_scatter_block"};
+  const std::set<std::string> known{"allgather", "allreduce", "alltoall",       "barrier",
+                                    "bcast",     "reduce",    "reduce_scatter", "reduce_scatter_block"};
   for (const auto& [name, rules] : root.at("collectives").members) CHECK(known.count(name) == 1);
   CHECK(json_lookup(root, "allreduce", 2, "single-node", 100) == "nonoverlapping");
   CHECK(json_lookup(root, "allreduce", 4, "single-node", 2047) == "rabenseifner");
   CHECK(json_lookup(root, "allreduce", 4, "single-node", 2048).empty());  // direct
   CHECK(json_lookup(root, "allreduce", 4, "single-node", 65536) == "ring");
   CHECK(json_lookup(root, "allreduce", 4, "one-per-node", 5) == "ring");  // 4x1: hierarchical<direct, ring> = ring
-  CHECK(json_lookup(root, "allreduce", 4, "any", 5).empty());            // 2x2: hierarchical, coll/han's business
+  CHECK(json_lookup(root, "allreduce", 4, "any", 5).empty());             // 2x2: hierarchical, coll/han's business
   CHECK(json_lookup(root, "allgather", 4, "any", 1 << 20) == "ring");
   CHECK(json_lookup(root, "alltoall", 4, "single-node", 4 * 513 - 1) == "modified_bruck");
   CHECK(json_lookup(root, "alltoall", 4, "single-node", 4 * 513) == "pairwise");

@@ -26,6 +26,10 @@
 
 namespace tutti::tuner::exporting {
 
+//! How many tutti::collective values there are (allreduce .. alltoall): the peers' name tables' size.
+inline constexpr std::size_t collective_kinds_exported = 7;
+static_assert(static_cast<std::size_t>(collective::alltoall) + 1 == collective_kinds_exported);
+
 inline constexpr std::uint64_t unbounded = std::numeric_limits<std::uint64_t>::max();  //!< "inf"
 
 //! An algorithm's name taken apart: "hierarchical<direct, ring>" is base "hierarchical" with
@@ -88,19 +92,24 @@ struct resolved {
 [[nodiscard]] inline resolved resolve(const algorithm_name& a, const layout& where, std::string_view transport) {
   if (a.base == "automatic" && a.args.empty()) {
     std::string picks;
-    if (transport == "shm") picks = "direct";
+    if (transport == "shm")
+      picks = "direct";
     else if (transport == "multi_node" || transport.starts_with("node_aware"))
       picks = where.ranks_per_node > 0 ? "hierarchical<direct, ring>" : "ring";
-    else if (!transport.empty()) picks = "ring";
-    if (picks.empty()) return {a, "automatic: the table does not say a transport it can resolve (provenance.transport)"};
-    resolved inner = resolve(parse_algorithm(picks), where, transport);
-    inner.how = "automatic picks " + picks + " over " + std::string(transport) + (inner.how.empty() ? "" : "; " + inner.how);
+    else if (!transport.empty())
+      picks = "ring";
+    if (picks.empty())
+      return {a, "automatic: the table does not say a transport it can resolve (provenance.transport)"};
+    resolved inner = exporting::resolve(exporting::parse_algorithm(picks), where, transport);
+    inner.how =
+        "automatic picks " + picks + " over " + std::string(transport) + (inner.how.empty() ? "" : "; " + inner.how);
     return inner;
   }
   if (a.base == "hierarchical" && a.args.size() == 2 && (where.nodes == 1 || where.ranks_per_node == 1)) {
     const bool one_node = where.nodes == 1;
-    resolved inner = resolve(a.args[one_node ? 0 : 1], where, transport);
-    inner.how = a.text() + (one_node ? " on one node runs its intra-node " : " with one rank per node runs its inter-node ") +
+    resolved inner = exporting::resolve(a.args[one_node ? 0 : 1], where, transport);
+    inner.how = a.text() +
+                (one_node ? " on one node runs its intra-node " : " with one rank per node runs its inter-node ") +
                 inner.name.text() + (inner.how.empty() ? "" : "; " + inner.how);
     return inner;
   }
@@ -112,8 +121,8 @@ struct resolved {
 struct piece {
   std::uint64_t min_bytes = 0, max_bytes = 0;
   std::string peer;
-  int peer_id = -1;           //!< the peer's numeric id where it has one (Open MPI), else -1
-  std::string_view part;      //!< which of the peer's components runs it (UCC: "tl_ucp", "cl_hier")
+  int peer_id = -1;       //!< the peer's numeric id where it has one (Open MPI), else -1
+  std::string_view part;  //!< which of the peer's components runs it (UCC: "tl_ucp", "cl_hier")
   std::string why;
 };
 
@@ -127,12 +136,12 @@ struct piece {
 [[nodiscard]] inline std::vector<piece> none(const row& r, std::string why) {
   piece p;
   p.why = std::move(why);
-  return whole(r, std::move(p));
+  return exporting::whole(r, std::move(p));
 }
 //! The row cut where tutti switches schedule: sizes below `at` run `below`, from `at` on `from`.
 [[nodiscard]] inline std::vector<piece> split_at(const row& r, std::uint64_t at, piece below, piece from) {
-  if (r.max_bytes < at) return whole(r, std::move(below));
-  if (r.min_bytes >= at) return whole(r, std::move(from));
+  if (r.max_bytes < at) return exporting::whole(r, std::move(below));
+  if (r.min_bytes >= at) return exporting::whole(r, std::move(from));
   below.min_bytes = r.min_bytes;
   below.max_bytes = at - 1;
   from.min_bytes = at;
@@ -159,9 +168,10 @@ struct piece {
   const auto past = [](std::uint64_t b) { return b == unbounded ? unbounded : b + 1; };
   switch (r.collective_kind) {
     case collective::broadcast:
-      return r.where.world < 3 ? unbounded : halving_doubling_knob(r, "scatter_broadcast_bytes");
-    case collective::reduce: return past(halving_doubling_knob(r, "tree_reduce_bytes"));
-    case collective::alltoall: return r.where.world < 3 ? 0 : past(halving_doubling_knob(r, "bruck_block_bytes"));
+      return r.where.world < 3 ? unbounded : exporting::halving_doubling_knob(r, "scatter_broadcast_bytes");
+    case collective::reduce: return past(exporting::halving_doubling_knob(r, "tree_reduce_bytes"));
+    case collective::alltoall:
+      return r.where.world < 3 ? 0 : past(exporting::halving_doubling_knob(r, "bruck_block_bytes"));
     default: return unbounded;
   }
 }
@@ -192,16 +202,16 @@ struct piece {
 [[nodiscard]] inline std::string row_text(const table& t, const row& r) {
   const auto index = static_cast<std::size_t>(&r - t.rows.data());
   return "row " + std::to_string(index + 1) + (r.line ? " (line " + std::to_string(r.line) + ")" : "") + ": " +
-         std::string(name_of(r.collective_kind)) + " " + std::to_string(r.min_bytes) + "-" + bytes_text(r.max_bytes) +
-         " B, " + r.algorithm;
+         std::string(name_of(r.collective_kind)) + " " + std::to_string(r.min_bytes) + "-" +
+         exporting::bytes_text(r.max_bytes) + " B, " + r.algorithm;
 }
 
 //! A row's algorithm resolved on its layout; a malformed name is refused naming the row.
 [[nodiscard]] inline resolved resolve_row(const table& t, const row& r) {
   try {
-    return resolve(parse_algorithm(r.algorithm), r.where, t.made.transport);
+    return exporting::resolve(exporting::parse_algorithm(r.algorithm), r.where, t.made.transport);
   } catch (const invalid_argument& e) {
-    throw invalid_argument(t.source + ": " + row_text(t, r) + ": " + e.what());
+    throw invalid_argument(t.source + ": " + exporting::row_text(t, r) + ": " + e.what());
   }
 }
 
@@ -232,8 +242,9 @@ struct piece {
   for (const auto& h : m.hosts) where += (where.empty() ? "" : ", ") + h;
   if (!where.empty()) out.push_back("measured on " + where + (m.cpu.empty() ? "" : " (" + m.cpu + ")"));
   if (!m.date.empty() || !m.tutti_commit.empty() || !m.transport.empty())
-    out.push_back("date " + (m.date.empty() ? "?" : m.date) + ", tutti " + (m.tutti_commit.empty() ? "?" : m.tutti_commit) +
-                  ", transport " + (m.transport.empty() ? "?" : m.transport));
+    out.push_back("date " + (m.date.empty() ? "?" : m.date) + ", tutti " +
+                  (m.tutti_commit.empty() ? "?" : m.tutti_commit) + ", transport " +
+                  (m.transport.empty() ? "?" : m.transport));
   std::size_t skipped = 0;
   for (const auto& r : t.rows) skipped += r.dtypes != dtypes;
   out.push_back("rows for " + std::string(name_of(dtypes)) + " elements" +

@@ -69,9 +69,11 @@ struct ompi_collective {
     p.why = std::move(why);
     return p;
   };
-  const auto to = [&](int id, std::string name, std::string why) { return whole(r, make(id, std::move(name), std::move(why))); };
+  const auto to = [&](int id, std::string name, std::string why) {
+    return exporting::whole(r, make(id, std::move(name), std::move(why)));
+  };
   const std::string& base = a.name.base;
-  const std::string coll_name(ompi_collectives(r.collective_kind).front().name);
+  const std::string coll_name(exporting::ompi_collectives(r.collective_kind).front().name);
   if (base == "ring") {
     switch (coll) {
       case 2: return to(4, "ring", "exact: reduce-scatter + allgather around the ring (tutti's is pipelined)");
@@ -81,7 +83,7 @@ struct ompi_collective {
       case 6: return to(2, "double_ring", "nearest: tutti's ring barrier goes round once");
       case 7: return to(3, "pipeline", "nearest: a pipelined chain through every rank");
       case 11: return to(3, "pipeline", "nearest: a pipelined chain through every rank");
-      default: return none(r, "coll/tuned has no ring reduce_scatter_block");
+      default: return exporting::none(r, "coll/tuned has no ring reduce_scatter_block");
     }
   }
   if (base == "tree") {
@@ -90,32 +92,37 @@ struct ompi_collective {
       case 6: return to(6, "tree", "exact: up and down a tree");
       case 7: return to(4, "split_binary_tree", "nearest: halves down two binary trees");
       case 11: return to(4, "binary", "nearest: one binary tree where tutti uses two");
-      default: return none(r, "tutti's tree has no " + coll_name);
+      default: return exporting::none(r, "tutti's tree has no " + coll_name);
     }
   }
   if (base == "halving_doubling") {
-    const std::uint64_t at = halving_doubling_switch(r);
+    const std::uint64_t at = exporting::halving_doubling_switch(r);
     switch (coll) {
       case 2: return to(6, "rabenseifner", "exact: recursive halving + recursive doubling");
       case 0: return to(3, "recursive_doubling", "exact at powers of two");
       case 12: return to(2, "recursive_halving", "exact");
       case 13: return to(3, "recursive_halving", "exact");
       case 6: return to(4, "bruck", "exact: a dissemination barrier");
-      case 3: return split_at(r, at, make(3, "modified_bruck", "exact: Bruck"), make(2, "pairwise", "exact"));
+      case 3:
+        return exporting::split_at(r, at, make(3, "modified_bruck", "exact: Bruck"), make(2, "pairwise", "exact"));
       case 7:
-        return split_at(r, at, make(6, "binomial", "exact: a binomial tree"),
-                        make(8, "scatter_allgather", "exact: binomial scatter + allgather"));
+        return exporting::split_at(r, at, make(6, "binomial", "exact: a binomial tree"),
+                                   make(8, "scatter_allgather", "exact: binomial scatter + allgather"));
       case 11:
-        return split_at(r, at, make(5, "binomial", "exact: a binomial tree"), make(7, "rabenseifner", "exact"));
-      default: return none(r, "no coll/tuned counterpart");
+        return exporting::split_at(r, at, make(5, "binomial", "exact: a binomial tree"),
+                                   make(7, "rabenseifner", "exact"));
+      default: return exporting::none(r, "no coll/tuned counterpart");
     }
   }
-  if (base == "direct") return none(r, "direct reads peers' memory in place; coll/tuned sends messages (coll/sm, coll/xhc are nearer)");
+  if (base == "direct")
+    return exporting::none(
+        r, "direct reads peers' memory in place; coll/tuned sends messages (coll/sm, coll/xhc are nearer)");
   if (base == "hierarchical" && a.name.args.size() == 2) {
     if (coll == 3) return to(2, "pairwise", "nearest: tutti's hierarchical alltoall is the flat pairwise exchange");
-    return none(r, a.name.text() + ": coll/tuned is flat; Open MPI's hierarchical collectives are coll/han's");
+    return exporting::none(r,
+                           a.name.text() + ": coll/tuned is flat; Open MPI's hierarchical collectives are coll/han's");
   }
-  return none(r, "no coll/tuned counterpart known for " + a.name.text());
+  return exporting::none(r, "no coll/tuned counterpart known for " + a.name.text());
 }
 
 //! One collective over one layout: its rules in Open MPI's bytes, in order, and what the rows said.
@@ -135,19 +142,21 @@ struct ompi_block {
 //! then layout (world, nodes).
 [[nodiscard]] inline std::vector<ompi_block> ompi_blocks(const table& t, dtype_class dtypes) {
   std::map<std::tuple<int, int, int, int>, ompi_block> blocks;
-  for (const row* r : rows_to_export(t, dtypes)) {
-    const resolved a = resolve_row(t, *r);
-    for (const ompi_collective& coll : ompi_collectives(r->collective_kind)) {
-      auto [it, fresh] = blocks.try_emplace(std::tuple(coll.id, r->where.world, r->where.nodes, r->where.ranks_per_node),
-                                            ompi_block{coll, r->where, {}, {}});
+  for (const row* r : exporting::rows_to_export(t, dtypes)) {
+    const resolved a = exporting::resolve_row(t, *r);
+    for (const ompi_collective& coll : exporting::ompi_collectives(r->collective_kind)) {
+      auto [it, fresh] =
+          blocks.try_emplace(std::tuple(coll.id, r->where.world, r->where.nodes, r->where.ranks_per_node),
+                             ompi_block{coll, r->where, {}, {}});
       const bool all_ranks = coll.id == 0 || coll.id == 3 || coll.id == 12 || coll.id == 13;
       const auto factor = static_cast<std::uint64_t>(all_ranks ? r->where.world : 1);
-      it->second.notes.push_back(row_text(t, *r) + (a.how.empty() ? "" : " (" + a.how + ")"));
-      for (piece p : ompi_pieces(*r, a, coll.id)) {
-        it->second.notes.push_back("  " + std::to_string(p.min_bytes) + "-" + bytes_text(p.max_bytes) + " B -> " +
-                                   (p.peer.empty() ? "fixed rules: " : p.peer + " (") + p.why + (p.peer.empty() ? "" : ")"));
-        p.min_bytes = scaled_min(p.min_bytes, factor);
-        p.max_bytes = scaled_max(p.max_bytes, factor);
+      it->second.notes.push_back(exporting::row_text(t, *r) + (a.how.empty() ? "" : " (" + a.how + ")"));
+      for (piece p : exporting::ompi_pieces(*r, a, coll.id)) {
+        it->second.notes.push_back("  " + std::to_string(p.min_bytes) + "-" + exporting::bytes_text(p.max_bytes) +
+                                   " B -> " + (p.peer.empty() ? "fixed rules: " : p.peer + " (") + p.why +
+                                   (p.peer.empty() ? "" : ")"));
+        p.min_bytes = exporting::scaled_min(p.min_bytes, factor);
+        p.max_bytes = exporting::scaled_max(p.max_bytes, factor);
         it->second.rules.push_back(std::move(p));
       }
     }
@@ -164,26 +173,25 @@ struct ompi_block {
   return "any";
 }
 
-}  // namespace exporting
-
-//! The classic rules file (every Open MPI release; see the file comment for 6.0).
-[[nodiscard]] inline std::string to_ompi_rules(const table& t, const ompi_export_options& o = {}) {
-  using namespace exporting;
-  std::string out = "# Open MPI coll/tuned dynamic rules, classic format: --mca coll_tuned_use_dynamic_rules 1\n"
-                    "#   --mca coll_tuned_dynamic_rules_filename <this file>\n";
-  for (const auto& line : provenance_lines(t, "Open MPI coll/tuned", o.dtypes)) out += "# " + line + "\n";
+[[nodiscard]] inline std::string ompi_rules(const table& t, const ompi_export_options& o) {
+  std::string out =
+      "# Open MPI coll/tuned dynamic rules, classic format: --mca coll_tuned_use_dynamic_rules 1\n"
+      "#   --mca coll_tuned_dynamic_rules_filename <this file>\n";
+  for (const auto& line : exporting::provenance_lines(t, "Open MPI coll/tuned", o.dtypes)) out += "# " + line + "\n";
   out += "# Open MPI <= 5.0 reads the communicator sizes below as meant; for Open MPI 6.0 use the JSON export\n";
   // per collective: the blocks it writes, one layout per world (the first one of each world)
   std::map<int, std::vector<const ompi_block*>> by_coll;
   std::string skipped;
-  const auto blocks = ompi_blocks(t, o.dtypes);
+  const auto blocks = exporting::ompi_blocks(t, o.dtypes);
   for (const auto& b : blocks) {
     auto& list = by_coll[b.coll.id];
     if (!b.says_anything()) {
-      skipped += "# " + std::string(b.coll.name) + " on " + layout_text(b.where) + ": nothing to say, Open MPI keeps its fixed rules\n";
+      skipped += "# " + std::string(b.coll.name) + " on " + exporting::layout_text(b.where) +
+                 ": nothing to say, Open MPI keeps its fixed rules\n";
     } else if (!list.empty() && list.back()->where.world == b.where.world) {
-      skipped += "# " + std::string(b.coll.name) + " on " + layout_text(b.where) + " not written: the classic format tells layouts apart only by size, " +
-                 layout_text(list.back()->where) + " has it (the JSON export can tell 1xN and Nx1 apart)\n";
+      skipped += "# " + std::string(b.coll.name) + " on " + exporting::layout_text(b.where) +
+                 " not written: the classic format tells layouts apart only by size, " +
+                 exporting::layout_text(list.back()->where) + " has it (the JSON export can tell 1xN and Nx1 apart)\n";
     } else {
       list.push_back(&b);
     }
@@ -208,7 +216,7 @@ struct ompi_block {
     next = 0;
     for (const ompi_block* b : list) {
       if (b->where.world > next) fixed_block(next, " and up to the next size");
-      for (const auto& note : b->notes) out += clipped("# " + note, 400) + "\n";
+      for (const auto& note : b->notes) out += exporting::clipped("# " + note, 400) + "\n";
       // contiguous message rules from 0: a gap (a hand-written table) is fixed rules
       std::vector<std::pair<std::uint64_t, int>> starts;  // (from, alg)
       std::uint64_t covered = 0;
@@ -219,7 +227,7 @@ struct ompi_block {
       }
       if (covered != unbounded) starts.emplace_back(covered, 0);
       out += std::to_string(b->where.world) + " # communicator size " + std::to_string(b->where.world) + ": " +
-             layout_text(b->where) + "\n";
+             exporting::layout_text(b->where) + "\n";
       out += std::to_string(starts.size()) + " # number of message sizes\n";
       for (const auto& [from, alg] : starts)
         out += std::to_string(from) + " " + std::to_string(alg) + " 0 0 # from " + std::to_string(from) + " B: alg " +
@@ -231,34 +239,34 @@ struct ompi_block {
   return out;
 }
 
-//! The Open MPI 6.0 JSON rules file (see the file comment).
-[[nodiscard]] inline std::string to_ompi_json(const table& t, const ompi_export_options& o = {}) {
-  using namespace exporting;
-  const auto blocks = ompi_blocks(t, o.dtypes);
+[[nodiscard]] inline std::string ompi_json(const table& t, const ompi_export_options& o) {
+  const auto blocks = exporting::ompi_blocks(t, o.dtypes);
   std::map<int, std::vector<const ompi_block*>> by_coll;
   for (const auto& b : blocks) {
     if (!b.says_anything()) continue;
     auto& list = by_coll[b.coll.id];
     const auto same = [&](const ompi_block* other) {
-      return other->where.world == b.where.world && ompi_distribution(other->where) == ompi_distribution(b.where);
+      return other->where.world == b.where.world &&
+             exporting::ompi_distribution(other->where) == exporting::ompi_distribution(b.where);
     };
     if (std::none_of(list.begin(), list.end(), same)) list.push_back(&b);
   }
   const auto rank = [](const ompi_block* b) {
-    const auto d = ompi_distribution(b->where);
+    const auto d = exporting::ompi_distribution(b->where);
     return std::tuple(b->where.world, d == "any" ? 2 : d == "one-per-node" ? 1 : 0);
   };
   std::string out = "{\n  \"rule_file_version\": 3,\n  \"module\": \"tuned\",\n  \"collectives\": {";
   bool first_coll = true;
   for (auto& [id, list] : by_coll) {
-    std::stable_sort(list.begin(), list.end(), [&](const ompi_block* a, const ompi_block* b) { return rank(a) < rank(b); });
+    std::stable_sort(list.begin(), list.end(),
+                     [&](const ompi_block* a, const ompi_block* b) { return rank(a) < rank(b); });
     out += std::string(first_coll ? "" : ",") + "\n    \"" + std::string(list.front()->coll.name) + "\": [";
     first_coll = false;
     for (std::size_t i = 0; i < list.size(); ++i) {
       const ompi_block& b = *list[i];
       out += std::string(i ? "," : "") + "\n      {\"comm_size_min\": " + std::to_string(b.where.world) +
              ", \"comm_size_max\": " + std::to_string(b.where.world) + ", \"comm_rank_distribution\": \"" +
-             std::string(ompi_distribution(b.where)) + "\", \"rules\": [";
+             std::string(exporting::ompi_distribution(b.where)) + "\", \"rules\": [";
       bool first_rule = true;
       for (const piece& p : b.rules) {
         if (p.peer.empty()) continue;  // no rule: Open MPI's fixed rules
@@ -273,6 +281,18 @@ struct ompi_block {
   }
   out += "\n  }\n}\n";
   return out;
+}
+
+}  // namespace exporting
+
+//! The classic rules file (every Open MPI release; see the file comment for 6.0).
+[[nodiscard]] inline std::string to_ompi_rules(const table& t, const ompi_export_options& o = {}) {
+  return exporting::ompi_rules(t, o);
+}
+
+//! The Open MPI 6.0 JSON rules file (see the file comment).
+[[nodiscard]] inline std::string to_ompi_json(const table& t, const ompi_export_options& o = {}) {
+  return exporting::ompi_json(t, o);
 }
 
 }  // namespace tutti::tuner

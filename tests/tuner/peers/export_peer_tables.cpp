@@ -3,7 +3,6 @@
 //! for check_nccl.sh, check_ucc.sh and check_ompi.sh.
 #include <fstream>
 #include <string>
-
 #include <tutti/tuner/export.hpp>
 
 #include "../export_fixture.hpp"
