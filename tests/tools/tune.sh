@@ -1,0 +1,58 @@
+# tutti-tune end to end, in seconds (issue 20 point 7): a tiny sweep under tutti-run writes a table;
+# --check accepts it and refuses a broken copy with its row and line; --explain prints the row; a
+# job with algorithm::tuned reads it through TUTTI_TUNING_FILE, runs what its rows say and gets the
+# right sums; --export writes NCCL's CSV; a second sweep (3 ranks) --merge'd into it keeps the
+# first layout.
+# Usage: tune.sh <tutti-run> <tutti-tune> <tune_reader>
+source "$(dirname "$0")/lib.sh"
+tune=${2:?tutti-tune}
+reader=${3:?tune_reader}
+table=$tmp/table.json
+sizes=8,64K,1M
+
+launch sweep -n 2 --no-prefix -- "$tune" --sizes "$sizes" --reps 2 --target-ms 1 --budget 20 --output "$table"
+expect_status 0 "tutti-tune under tutti-run -n 2"
+[[ -f $table ]] || fail "tutti-tune wrote no table at $table"
+expect_in "$table" '"format": "tutti-tuning-table", "version": 1' "the table's header"
+expect_in "$table" '"transport": "shm"' "the provenance's transport"
+expect_in "$table" '"max_bytes": "inf"' "a last range"
+samples=$(grep -c '"median_us"' "$table")
+(( samples >= 3 * 5 )) || fail "expected a sample per size and candidate (at least 15), got $samples lines"
+grep -q '"direct.one_shot_bytes"' "$table" || fail "no knob variant of direct was measured"
+
+"$tune" --check "$table" >"$tmp/check.out" 2>"$tmp/check.err" || fail "--check refused tutti-tune's own table"
+expect_in "$tmp/check.out" "a valid tutti tuning table" "--check's verdict"
+expect_in "$tmp/check.out" "1x2 (world 2)" "--check's layout"
+
+# A hand edit that names an algorithm nobody compiled: refused with the row and its line.
+sed '0,/"algorithm": "[a-z_<>, ]*"/s//"algorithm": "rnig"/' "$table" >"$tmp/broken.json"
+status=0; "$tune" --check "$tmp/broken.json" >"$tmp/broken.out" 2>"$tmp/broken.err" || status=$?
+expect_status 2 "--check of a table naming algorithm 'rnig'"
+grep -qE "row [0-9]+ \(line [0-9]+\).*rnig" "$tmp/broken.err" || fail "--check's refusal does not name the row and line"
+
+"$tune" --explain 64K --table "$table" >"$tmp/explain.out" 2>"$tmp/explain.err" || fail "--explain 64K"
+[[ -s $tmp/explain.out ]] || fail "--explain printed nothing"
+
+launch read -n 2 --no-prefix -- env TUTTI_TUNING_FILE="$table" "$reader" 8 65536 1048576 3000
+expect_status 0 "a tuned<...> job reading the table"
+expect_in "$tmp/read.out" "table $table: ok" "the job's results"
+# What ran at 64 KiB is what --explain 64K says the table's row chose ("row 1 (line 6): 0 B..inf -> direct",
+# with the row's tuning values as "{...}" after the name).
+ran=$(sed -n 's/^allreduce 65536 B ran //p' "$tmp/read.out")
+row=$(sed -n 's/^ *row [0-9]* (line [0-9]*): .* -> //p' "$tmp/explain.out" | head -n 1)
+[[ -n $ran && -n $row ]] || fail "the job did not say what ran at 64 KiB, or --explain named no row"
+echo "64 KiB: ran $ran, row $row"
+[[ ${row%%\{*} == "$ran" ]] || fail "at 64 KiB the job ran $ran, but --explain says the row chose $row"
+
+# The same choices for NCCL's tuner plugin (tuner/export.hpp writes it; its own tests read it back).
+"$tune" --export nccl --table "$table" >"$tmp/export.out" 2>"$tmp/export.err" || fail "--export nccl"
+expect_in "$tmp/export.out" "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks" "--export nccl's columns"
+
+# Another layout merged in: both are in the table, and --check reads it.
+launch merge -n 3 --no-prefix -- "$tune" --sizes 8 --reps 2 --target-ms 1 --budget 10 --no-knobs \
+  --merge "$table" --output "$tmp/merged.json"
+expect_status 0 "tutti-tune -n 3 --merge"
+"$tune" --check "$tmp/merged.json" >"$tmp/merged_check.out" 2>&1 || fail "--check of the merged table"
+expect_in "$tmp/merged_check.out" "1x2 (world 2)" "the merged table's first layout"
+expect_in "$tmp/merged_check.out" "1x3 (world 3)" "the merged table's second layout"
+exit 0
