@@ -114,6 +114,9 @@ class context {
   //! For algorithms that check arguments in their first synchronisation (`checks_arguments`): this
   //! rank's descriptor to publish, or null when checking is off or already done.
   [[nodiscard]] const collective_descriptor* descriptor() const noexcept { return to_check_; }
+  //! The arguments are checked (algorithm::tuned ran its checker's agree): what runs next in this
+  //! call sees no descriptor, and checks nothing again.
+  void mark_checked() noexcept { to_check_ = nullptr; }
   //! Room for every rank's descriptor (reused across collectives).
   [[nodiscard]] std::span<collective_descriptor> descriptors() {
     peers_->resize(static_cast<std::size_t>(size()));
@@ -176,6 +179,7 @@ class context {
     return tuner::defaults<Tuning>;
   }
   void set_tuning(const tuner::overrides* chosen) noexcept { tuning_ = chosen; }
+  [[nodiscard]] const tuner::overrides* tuning_overrides() const noexcept { return tuning_; }  //!< what set_tuning gave
 
   // ---- the codec seam ------------------------------------------------------------------------
   //! Bytes on the wire for n elements of t.

@@ -20,26 +20,14 @@
 
 namespace tutti::detail {
 
-//! Algorithm A implements collective C over context Ctx, with the signature of C's row.
+//! Algorithm A implements collective C over context Ctx (algorithm/concepts.hpp says how).
 template <collective C, class A, class Ctx>
-concept implements = (C == collective::allreduce && has_allreduce<A, Ctx>) ||
-                     (C == collective::reduce_scatter && has_reduce_scatter<A, Ctx>) ||
-                     (C == collective::allgather && has_allgather<A, Ctx>) ||
-                     (C == collective::broadcast && has_broadcast<A, Ctx>) ||
-                     (C == collective::barrier && has_barrier<A, Ctx>) ||
-                     (C == collective::reduce && has_reduce<A, Ctx>) ||
-                     (C == collective::alltoall && has_alltoall<A, Ctx>);
+concept implements = has_collective<C, A, Ctx>;
 
-//! Calls A's collective C: the one place that spells each collective's parameter list.
+//! Calls A's collective C (algorithm/concepts.hpp: run_collective).
 template <collective C, class A, class Ctx>
 void invoke(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, int root) {
-  if constexpr (C == collective::allreduce) A::allreduce(c, in, out, count, t, o);
-  else if constexpr (C == collective::reduce_scatter) A::reduce_scatter(c, in, out, count, t, o);
-  else if constexpr (C == collective::allgather) A::allgather(c, in, out, count, t);
-  else if constexpr (C == collective::broadcast) A::broadcast(c, in, out, count, t, root);
-  else if constexpr (C == collective::barrier) A::barrier(c);
-  else if constexpr (C == collective::reduce) A::reduce(c, in, out, count, t, o, root);
-  else A::alltoall(c, in, out, count, t);
+  run_collective<C, A>(c, in, out, count, t, o, root);
 }
 
 //! A string as a template argument (structural), so a diagnostic can print a computed sentence.

@@ -5,7 +5,6 @@
 //! (agreement.hpp), then run the algorithm under one deadline; a collective the Algorithm lacks is
 //! one compile-time sentence (collective_refusal.hpp). The public collectives are thin overloads.
 #pragma once
-#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "tutti/algorithm/concepts.hpp"
 #include "tutti/algorithm/context.hpp"
 #include "tutti/algorithm/node_map.hpp"
 #include "tutti/algorithm/phases.hpp"
@@ -28,6 +28,7 @@
 #include "tutti/communicator/agreement.hpp"
 #include "tutti/communicator/arguments.hpp"
 #include "tutti/communicator/collective_refusal.hpp"
+#include "tutti/communicator/first_loss.hpp"
 #include "tutti/communicator/logging.hpp"
 #include "tutti/communicator/options.hpp"
 #include "tutti/communicator/policies.hpp"
@@ -63,8 +64,7 @@ class communicator {
   //! Uses a transport that the caller owns and keeps alive longer than the communicator.
   explicit communicator(transport_type& transport, communicator_options options = communicator_options::from_env())
       : transport_(&transport), options_(options) {
-    nodes_ = algorithm::learn_nodes(*transport_, deadline::after(options_.timeout));  // collective
-    announce("made by the caller");
+    start("made by the caller");
   }
   //! Owns its transport.
   explicit communicator(std::unique_ptr<transport_type> transport,
@@ -230,6 +230,16 @@ class communicator {
   // ---- barrier: returns once every rank has entered it ------------------------------------------
   void barrier() { call<collective::barrier>({}); }
 
+  //! The run-time control of an algorithm that has one, made by its prepare (tuned<...>: docs/algorithms.md).
+  [[nodiscard]] auto& algorithm_control()
+    requires requires { typename algorithm_type::control; }
+  {
+    using control = typename algorithm_type::control;
+    return algorithm_state_.template get<control>([this]() -> std::shared_ptr<control> {
+      throw error(on_rank(rank()) + "algorithm_control(): " + std::string(algorithm_type::name) + " made no control");
+    });
+  }
+
  private:
   template <class T>
   static tensor_view view_of(T& r) { return tensor_view(std::span(std::ranges::data(r), std::ranges::size(r))); }
@@ -273,11 +283,18 @@ class communicator {
   communicator(std::unique_ptr<transport_type> transport, communicator_options options, const std::string& origin)
       : owned_(std::move(transport)), transport_(owned_.get()), options_(options) {
     if (!transport_) throw invalid_argument("tutti::communicator: null transport");
-    nodes_ = algorithm::learn_nodes(*transport_, deadline::after(options_.timeout));  // collective
-    announce(origin);
+    start(origin);
   }
 
-  void announce(const std::string& origin) const {
+  //! Both constructors, collectively: the node map, the algorithm's prepare (algorithm/concepts.hpp), the info line.
+  void start(const std::string& origin) {
+    const auto until = deadline::after(options_.timeout);
+    nodes_ = algorithm::learn_nodes(*transport_, until);
+    if constexpr (prepared_algorithm<algorithm_type, context_type>) {
+      context_type c(*transport_, scratch_, tags::tuning_table, until, options_.chunk_bytes, nullptr, nullptr,
+                     &algorithm_state_, nullptr, &nodes_);
+      algorithm_type::prepare(c);
+    }
     detail::announce<algorithm_type, codec_type, fusion_type>(*transport_, origin);
   }
 
@@ -398,7 +415,7 @@ class communicator {
     } catch (const invalid_argument&) {
       throw;
     } catch (const peer_lost& e) {
-      const auto [peer, what] = first_loss(e);  // before fail(): our abort is what peers see next
+      const auto [peer, what] = detail::first_loss(*transport_, e);  // before fail(): our abort is what peers see next
       fail(d, what.c_str());
       throw peer_lost(peer, where(d) + during + what);
     } catch (const timeout& e) {
@@ -408,18 +425,6 @@ class communicator {
       fail(d, e.what());
       throw transport_error(where(d) + during + e.what());
     }
-  }
-
-  //! Which rank was lost first. A rank that sees a peer die aborts, and the ranks waiting on it
-  //! then see *it* vanish: without help each would blame its own neighbour. A transport that can
-  //! record the first loss job-wide (multi_node, through its store) says who it really was.
-  std::pair<int, std::string> first_loss(const peer_lost& e) {
-    if constexpr (requires(transport_type& t, int p, const std::string& w) {
-                    { t.first_loss(p, w) } -> std::same_as<std::pair<int, std::string>>;
-                  })
-      return transport_->first_loss(e.peer(), e.what());
-    else
-      return {e.peer(), e.what()};
   }
 
   void fail(const collective_descriptor& d, const char* what) {

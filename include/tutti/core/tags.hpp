@@ -7,6 +7,8 @@
 //!   2^38, 2^38 + 1         the fusion engine's negotiation (requests to rank 0, answers from it)
 //!   2^38 + 2               the fusion engine's start-up (every rank's settings, compared)
 //!   2^38 + 3               the communicator's construction: every rank's node id hash (algorithm/node_map.hpp)
+//!   2^38 + 4               the communicator's construction: the algorithm's prepare (algorithm/concepts.hpp);
+//!                          algorithm::tuned sends every rank its tuning table's hash and source
 //!   2^39 | n               the fusion engine's own collectives, n = 1, 2, ... (`fused_sequence_bit`)
 //! A new space goes here, with a line above, so two never overlap.
 #pragma once
@@ -22,12 +24,13 @@ inline constexpr std::uint64_t negotiation_request = std::uint64_t{1} << 38;   /
 inline constexpr std::uint64_t negotiation_answer = negotiation_request + 1;   //!< engine: rank 0 -> rank
 inline constexpr std::uint64_t engine_start = negotiation_request + 2;         //!< engine settings check
 inline constexpr std::uint64_t node_map = negotiation_request + 3;             //!< node ids, at construction
+inline constexpr std::uint64_t tuning_table = negotiation_request + 4;         //!< prepare: tuned's table hashes
 inline constexpr std::uint64_t fused_sequence_bit = std::uint64_t{1} << 39;    //!< engine collectives
 
 //! The tag of a collective: its sequence number, with `fused_sequence_bit` set for the engine's.
 [[nodiscard]] constexpr bool is_fused(std::uint64_t sequence) noexcept { return (sequence & fused_sequence_bit) != 0; }
 [[nodiscard]] constexpr std::uint64_t call_number(std::uint64_t sequence) noexcept { return sequence & ~fused_sequence_bit; }
 
-static_assert(negotiation_request > (std::uint64_t{1} << 37) && node_map < fused_sequence_bit && fused_sequence_bit < limit);
+static_assert(negotiation_request > (std::uint64_t{1} << 37) && tuning_table < fused_sequence_bit && fused_sequence_bit < limit);
 
 }  // namespace tutti::tags

@@ -1,0 +1,210 @@
+//! tuned<A...>: every conformance suite over threads, processes (shm) and simulated nodes
+//! (node_aware<shm, shm>) with a table that switches candidates at 64 B, 4 KiB and 64 KiB; dispatch at
+//! every boundary; forcing; fallbacks; different tables on different ranks refused; the argument
+//! check across ranks that chose different candidates.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <tutti/algorithm/direct.hpp>
+#include <tutti/algorithm/halving_doubling.hpp>
+#include <tutti/algorithm/hierarchical.hpp>
+#include <tutti/algorithm/ring.hpp>
+#include <tutti/algorithm/tree.hpp>
+#include <tutti/algorithm/tuned.hpp>
+#include <tutti/testing/conformance.hpp>
+#include <tutti/testing/fork_world.hpp>
+#include <tutti/testing/inproc_world.hpp>
+#include <tutti/testing/node_aware_world.hpp>
+
+#include "support/tuned_tables.hpp"
+
+namespace {
+namespace alg = tutti::algorithm;
+using namespace tutti::testing;
+
+using threads_tuned = alg::tuned<alg::ring, alg::halving_doubling, alg::tree>;
+using threads = inproc_world<threads_tuned>;
+using processes = fork_world<alg::tuned<alg::ring, alg::direct, alg::halving_doubling, alg::tree>>;
+using nodes = node_aware_world<alg::tuned<alg::ring, alg::hierarchical<alg::direct, alg::ring>, alg::halving_doubling>,
+                               blocked_nodes<2>>;
+
+// Every tuned<...> of this file reads its switching table (support/tuned_tables.hpp).
+const bool served = serve_switching_table<threads>() && serve_switching_table<processes>() && serve_switching_table<nodes>();
+
+static_assert(threads_tuned::name == "tuned<ring, halving_doubling, tree>");
+static_assert(!threads_tuned::checks_arguments<tutti::transport::inproc>);  // the communicator checks
+static_assert(processes::communicator_type::algorithm_type::checks_arguments<tutti::transport::shm>);  // direct does
+static_assert(processes::communicator_type::algorithm_type::checker<tutti::transport::shm> == 1);
+static_assert(threads_tuned::carries_lossy_codecs == false);  // tree does not
+static_assert(alg::tuned<alg::ring, alg::direct>::carries_lossy_codecs);
+}  // namespace
+
+TEST_CASE_TEMPLATE_INVOKE(allreduce_conformance, threads, processes, nodes);
+TEST_CASE_TEMPLATE_INVOKE(reduce_scatter_conformance, threads, processes, nodes);
+TEST_CASE_TEMPLATE_INVOKE(allgather_conformance, threads, processes, nodes);
+TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, threads, processes, nodes);
+TEST_CASE_TEMPLATE_INVOKE(reduce_conformance, threads, processes, nodes);
+TEST_CASE_TEMPLATE_INVOKE(alltoall_conformance, threads, processes, nodes);
+TEST_CASE_TEMPLATE_INVOKE(barrier_conformance, threads, processes, nodes);
+
+namespace {
+//! The candidate index of `algorithm` in Tuned.
+template <class Tuned>
+std::uint32_t index_of(const std::string& algorithm) {
+  for (std::uint32_t i = 0; i < Tuned::count; ++i)
+    if (Tuned::control::names[i] == algorithm) return i;
+  throw std::runtime_error("no candidate " + algorithm);
+}
+}  // namespace
+
+TEST_CASE("tuned runs the table's candidate at every boundary, b-1, b and b+1 bytes") {
+  REQUIRE(served);
+  threads::run(3, [](threads::communicator_type& comm) {
+    auto& control = comm.algorithm_control();
+    const tutti::tuner::layout here{3, 1, 3};
+    if (!(control.layout() == here)) throw std::runtime_error("layout is not 3 ranks on 1 node");
+    for (const std::uint64_t b : tuned_boundaries)
+      for (const std::uint64_t bytes : {b - 1, b, b + 1}) {
+        // u8: the integer class, every byte count exact
+        std::vector<std::uint8_t> v(bytes, 1);
+        comm.allreduce(v, tutti::op::sum);
+        for (auto x : v)
+          if (x != 3) throw std::runtime_error("wrong allreduce result at " + std::to_string(bytes) + " bytes");
+        const auto want = table_says(control.table(), here, tutti::collective::allreduce,
+                                     tutti::tuner::dtype_class::integer, bytes);
+        if (control.last_run() != index_of<threads_tuned>(want))
+          throw std::runtime_error("at " + std::to_string(bytes) + " bytes ran " +
+                                   std::string(threads_tuned::control::names[control.last_run()]) + ", the table says " + want);
+        // f32 at a multiple of 4 near it: the float class's rows
+        const std::uint64_t fbytes = b + 4;
+        std::vector<float> f(fbytes / 4, 1.0f);
+        comm.allgather(std::vector<float>(f), std::vector<float>(f.size() * 3));
+        const auto fwant = table_says(control.table(), here, tutti::collective::allgather,
+                                      tutti::tuner::dtype_class::floating, fbytes);
+        if (control.last_run() != index_of<threads_tuned>(fwant))
+          throw std::runtime_error("allgather at " + std::to_string(fbytes) + " bytes ran the wrong candidate");
+      }
+  });
+}
+
+TEST_CASE("force runs one candidate until release; a forced candidate lacking the collective runs the first that has it") {
+  REQUIRE(served);
+  threads::run(4, [](threads::communicator_type& comm) {
+    auto& control = comm.algorithm_control();
+    std::vector<float> v(100, 1.0f);
+    for (std::uint32_t i = 0; i < threads_tuned::count; ++i) {
+      control.force(i);
+      comm.allreduce(v, tutti::op::sum);  // every candidate has allreduce
+      if (control.last_run() != i) throw std::runtime_error("forced candidate did not run");
+    }
+    control.force(2);  // tree has no allgather: ring, the first that has it, runs
+    std::vector<float> all(400);
+    comm.allgather(std::vector<float>(100, 2.0f), all);
+    if (control.last_run() != 0) throw std::runtime_error("allgather did not fall back to ring");
+    for (float x : all)
+      if (x != 2.0f) throw std::runtime_error("wrong allgather");
+    control.release();
+    std::vector<std::uint8_t> small(10, 1);
+    comm.allreduce(small, tutti::op::sum);
+    const auto want = table_says(control.table(), control.layout(), tutti::collective::allreduce,
+                                 tutti::tuner::dtype_class::integer, 10);
+    if (control.last_run() != index_of<threads_tuned>(want)) throw std::runtime_error("release did not restore the table");
+    bool refused = false;
+    try {
+      control.force(3);
+    } catch (const tutti::invalid_argument&) {
+      refused = true;
+    }
+    if (!refused) throw std::runtime_error("force(3) of 3 candidates accepted");
+  });
+}
+
+TEST_CASE("with no row for its layout tuned runs what automatic would, with its defaults") {
+  tuned_source_scope empty([](int, std::string_view) { return std::make_shared<const tutti::tuner::table>(); });
+  threads::run(2, [](threads::communicator_type& comm) {  // inproc: automatic runs ring
+    std::vector<float> v(10, 1.0f);
+    comm.allreduce(v, tutti::op::sum);
+    if (comm.algorithm_control().last_run() != 0) throw std::runtime_error("fallback is not ring");
+  });
+  processes::run(2, [](processes::communicator_type& comm) {  // shm: direct
+    std::vector<float> v(10, 1.0f);
+    comm.allreduce(v, tutti::op::sum);
+    if (comm.algorithm_control().last_run() != 1) throw std::runtime_error("fallback is not direct");
+  });
+}
+
+TEST_CASE("ranks that read different tables are refused with both hashes and both sources, on every rank") {
+  REQUIRE(served);
+  const auto mine = tuned_tables().at(std::string(threads_tuned::name));
+  auto other = std::make_shared<tutti::tuner::table>(*mine);
+  other->source = "other.json";
+  other->rows[0].algorithm = other->rows[0].algorithm == "ring" ? "tree" : "ring";
+  tuned_source_scope differ([&](int rank, std::string_view) -> std::shared_ptr<const tutti::tuner::table> {
+    if (rank == 2) return other;
+    return mine;
+  });
+  const std::string h0 = alg::tuned_detail::hex(alg::tuned_table::hash_of(*mine));
+  const std::string h2 = alg::tuned_detail::hex(alg::tuned_table::hash_of(*other));
+  REQUIRE(h0 != h2);
+  auto errors = tutti::transport::inproc::run(3, [&](tutti::transport::inproc& t) {
+    try {
+      threads::communicator_type comm(t);
+    } catch (const tutti::mismatch& e) {
+      const std::string what = e.what();
+      const std::string want = "rank 0 has table " + h0 + " (the switching test table), rank 2 has table " + h2 +
+                               " (other.json)";
+      if (what.find(want) == std::string::npos) throw std::runtime_error("unexpected message: " + what);
+      return;
+    }
+    throw std::runtime_error("different tables accepted");
+  });
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+TEST_CASE("a table naming an algorithm not compiled in is refused when the communicator is made, with its row") {
+  auto bad = std::make_shared<tutti::tuner::table>();
+  bad->source = "bad.json";
+  tutti::tuner::row r;
+  r.where = {2, 1, 2};
+  r.algorithm = "direct";  // not a candidate of threads_tuned
+  r.line = 7;
+  bad->rows.push_back(r);
+  tuned_source_scope serve([&](int, std::string_view) -> std::shared_ptr<const tutti::tuner::table> { return bad; });
+  CHECK_THROWS_WITH_AS(threads::run(2, [](threads::communicator_type&) {}),
+                       doctest::Contains("bad.json: row 1 (line 7): algorithm 'direct' is not compiled into this tuned<"),
+                       tutti::invalid_argument);
+}
+
+TEST_CASE("ranks whose counts chose different candidates still meet in direct's argument check") {
+  REQUIRE(served);
+  using comm_type = processes::communicator_type;
+  using tuned_type = comm_type::algorithm_type;
+  // 2 ranks on one node: 8 bytes of f32 (2 elements) and 400 bytes (100) fall in different ranges.
+  const auto& t = *tuned_tables().at(std::string(tuned_type::name));
+  const tutti::tuner::layout here{2, 1, 2};
+  const auto a = table_says(t, here, tutti::collective::allreduce, tutti::tuner::dtype_class::floating, 8);
+  const auto b = table_says(t, here, tutti::collective::allreduce, tutti::tuner::dtype_class::floating, 400);
+  REQUIRE(a != b);
+  REQUIRE((a == "direct" || b == "direct"));
+  processes::run(2, [](comm_type& comm) {
+    std::vector<float> v(comm.rank() == 0 ? 2 : 100, 1.0f);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      try {
+        comm.allreduce(v, tutti::op::sum);
+        throw std::runtime_error("allreduce of different counts returned");
+      } catch (const tutti::mismatch& e) {
+        if (std::string(e.what()).find("count") == std::string::npos)
+          throw std::runtime_error(std::string("mismatch does not name the count: ") + e.what());
+      }
+    }
+    std::vector<float> ok(5, 1.0f);  // still usable
+    comm.allreduce(ok, tutti::op::sum);
+    if (ok[0] != 2.0f) throw std::runtime_error("wrong result after the mismatch");
+  });
+}
