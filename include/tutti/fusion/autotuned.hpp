@@ -110,7 +110,7 @@ class bayesian_tuner final : public tuner {
         current_(initial),
         x_(point_of(initial)),
         codec_(std::move(codec)),
-        algorithm_(csv_field(std::move(algorithm))) {
+        algorithm_(std::move(algorithm)) {
     if (!settings_.log_path.empty()) {
       log_ = std::fopen(settings_.log_path.c_str(), "w");
       if (!log_) throw invalid_argument("TUTTI_AUTOTUNE_LOG=" + settings_.log_path + ": cannot open it for writing");
@@ -196,7 +196,7 @@ class bayesian_tuner final : public tuner {
   [[nodiscard]] std::string algorithm_column() const {
     for (const auto& c : choices_)
       if (c.candidate + 1 == current_.algorithm) return csv_field(std::string(c.name));
-    return algorithm_;
+    return csv_field(algorithm_);
   }
 
   void write_row(double score, bool warmup) {
@@ -212,7 +212,7 @@ class bayesian_tuner final : public tuner {
   bayesian_optimizer optimizer_;
   parameters current_;
   std::vector<double> x_;
-  std::string codec_, algorithm_;
+  std::string codec_, algorithm_;  //!< the communicator's policies' names
   std::FILE* log_ = nullptr;
   bool window_open_ = false, settled_ = false;
   clock::time_point window_start_{};
