@@ -26,10 +26,15 @@ struct fake_info {
   std::string_view name;
   std::array<bool, 7> has{};
 };
+struct fake_layout {
+  int world = 4, nodes = 2, ranks_per_node = 2;
+};
 struct fake_control {
   std::vector<fake_info> all;
   std::vector<std::int64_t> calls;  //!< forced candidate, or -1 for release()
+  fake_layout where;
   [[nodiscard]] std::span<const fake_info> candidates() const { return all; }
+  [[nodiscard]] fake_layout layout() const { return where; }
   void force(std::uint32_t i) { calls.push_back(i); }
   void release() { calls.push_back(-1); }
 };
@@ -58,6 +63,13 @@ TEST_CASE("joint: the choices are the control's candidates with an allreduce; no
   CHECK(choices[1].candidate == 2);
   CHECK(choices[1].name == "direct");
   CHECK(fusion::algorithm_choices(plain_port{}).empty());
+
+  // hierarchical<...> refuses nodes of different sizes: a choice only where they are equal.
+  control.all.push_back({"hierarchical<ring, ring>", {}});
+  control.all.back().has[static_cast<std::size_t>(collective::allreduce)] = true;
+  CHECK(fusion::algorithm_choices(fake_port{&control}).size() == 3);
+  control.where = {3, 2, 0};
+  CHECK(fusion::algorithm_choices(fake_port{&control}).size() == 2);
   static_assert(fusion::choosing_port<fake_port>);
   static_assert(!fusion::choosing_port<plain_port>);
 }

@@ -36,15 +36,21 @@ concept choosing_port = requires(const P& p, std::uint32_t i) {
   p.algorithm_control().release();
 };
 
-//! The candidates the engine may run: those with an allreduce (the only collective it runs).
+//! The candidates the engine may run: those with an allreduce (the only collective it runs), less
+//! hierarchical<I, X> where nodes hold different numbers of ranks (the control's layout has
+//! ranks_per_node 0): it refuses that layout on every rank, and a refused batch fails its tensors.
 //! Empty when the port has no control.
 template <class Port>
 [[nodiscard]] std::vector<algorithm_choice> algorithm_choices(const Port& port) {
   std::vector<algorithm_choice> out;
   if constexpr (choosing_port<Port>) {
-    const auto all = port.algorithm_control().candidates();
+    const auto& control = port.algorithm_control();
+    bool uneven = false;
+    if constexpr (requires { control.layout().ranks_per_node; }) uneven = control.layout().ranks_per_node == 0;
+    const auto all = control.candidates();
     for (std::size_t i = 0; i < all.size(); ++i)
-      if (all[i].has[static_cast<std::size_t>(collective::allreduce)])
+      if (all[i].has[static_cast<std::size_t>(collective::allreduce)] &&
+          !(uneven && std::string_view(all[i].name).starts_with("hierarchical")))
         out.push_back({static_cast<std::uint32_t>(i), all[i].name});
   }
   return out;
