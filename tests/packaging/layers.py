@@ -29,7 +29,9 @@ FLOORS = {
 }
 MAX_LINES = 450
 # header -> why it is one concern although long (reviewed; keep this list short)
-LONG_ALLOWED = {}
+LONG_ALLOWED = {
+    "tuner/default_table.hpp": "generated from tuning/default.json (tools/embed-default-table.sh): one table of data, its length the tuned machine's",
+}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"tutti/([^"]+)"', re.M)
 FRIEND = re.compile(r'^[^/\n]*\bfriend\b([^;{(]*)[;{]', re.M)  # a friend declaration with no '(': a class

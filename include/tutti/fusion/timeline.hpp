@@ -17,6 +17,7 @@
 
 #include "tutti/core/config.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/json_text.hpp"
 
 namespace tutti::fusion {
 
@@ -77,25 +78,8 @@ class timeline {
     std::fflush(file_);
   }
 
-  //! A JSON string's body: quotes, backslashes and control characters escaped.
-  [[nodiscard]] static std::string escaped(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (const char ch : s) {
-      const auto c = static_cast<unsigned char>(ch);
-      if (c == '"' || c == '\\') {
-        out += '\\';
-        out += ch;
-      } else if (c < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out += buf;
-      } else {
-        out += ch;
-      }
-    }
-    return out;
-  }
+  //! A JSON string's body (core/json_text.hpp).
+  [[nodiscard]] static std::string escaped(std::string_view s) { return json_escaped(s); }
 
  private:
   [[nodiscard]] double micros(clock::time_point t) const {

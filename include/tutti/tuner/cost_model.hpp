@@ -8,10 +8,9 @@
 //! Gropp, "Optimization of Collective Communication Operations in MPICH" (IJHPCA 2005), written for
 //! tutti's schedules: docs/tuning.md ("The cost model") derives each one.
 //!
-//! What this does not model yet (issue 20): oversubscription (more ranks than cores), pipelining
-//! overlap inside a chunked schedule, NCCL's protocols, and contention of several ranks per node
-//! on one network link (hierarchical's inter-node phase sends 1/ppn of the bytes per rank, so it
-//! is modelled; a flat schedule's ppn ranks sharing a link are charged as one).
+//! These are the textbook forms. tuner/schedule_terms.hpp writes the terms of each schedule as
+//! tutti runs it (chunk rounds, staging copies, pipelining, contention on a node's link) and
+//! tuner/predict.hpp adds the oversubscription term (`s`, `switch_cost`) and answers by name.
 #pragma once
 #include <bit>
 #include <cmath>
@@ -32,16 +31,28 @@ struct cost_parameters {
   link_cost intra;   //!< between ranks of one node (shared memory)
   link_cost inter;   //!< between nodes (the network)
   double gamma = 0;  //!< seconds per byte reduced (one element-wise op over the bytes)
+  //! Seconds a rank loses when the peer it waits for is not running (more ranks than cores: a
+  //! scheduler switch), per synchronisation; see `cost_terms::s` and tuner/predict.hpp.
+  double switch_cost = 0;
+  //! Network links per node: ranks of one node that cross to other nodes at once share them
+  //! (tuner/schedule_terms.hpp). Given, not fitted: 1 for namespace hosts, 8 for a DGX H100.
+  double node_links = 1;
 };
 
 //! A schedule's coefficients: time = a_intra alpha_intra + b_intra beta_intra + a_inter alpha_inter
-//! + b_inter beta_inter + g gamma.
+//! + b_inter beta_inter + g gamma + s switch_cost.
 struct cost_terms {
   double a_intra = 0, b_intra = 0, a_inter = 0, b_inter = 0, g = 0;
+  double s = 0;  //!< synchronisations expected to find their peer descheduled (0 unless oversubscribed)
 
   cost_terms& operator+=(const cost_terms& o) noexcept {
-    a_intra += o.a_intra, b_intra += o.b_intra, a_inter += o.a_inter, b_inter += o.b_inter, g += o.g;
+    a_intra += o.a_intra, b_intra += o.b_intra, a_inter += o.a_inter, b_inter += o.b_inter, g += o.g, s += o.s;
     return *this;
+  }
+  //! Every coefficient times k (a phase repeated k times).
+  friend cost_terms operator*(cost_terms t, double k) noexcept {
+    t.a_intra *= k, t.b_intra *= k, t.a_inter *= k, t.b_inter *= k, t.g *= k, t.s *= k;
+    return t;
   }
   friend cost_terms operator+(cost_terms a, const cost_terms& b) noexcept { return a += b; }
 };
@@ -49,7 +60,7 @@ struct cost_terms {
 //! Predicted seconds.
 [[nodiscard]] inline double seconds(const cost_parameters& p, const cost_terms& t) noexcept {
   return t.a_intra * p.intra.alpha + t.b_intra * p.intra.beta + t.a_inter * p.inter.alpha +
-         t.b_inter * p.inter.beta + t.g * p.gamma;
+         t.b_inter * p.inter.beta + t.g * p.gamma + t.s * p.switch_cost;
 }
 
 //! Which level a phase runs on.

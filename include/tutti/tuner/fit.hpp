@@ -4,7 +4,9 @@
 //! the measured seconds. Times span six orders of magnitude between 8 B and 256 MiB, so each
 //! equation is divided by its measured time: the fit minimises the relative error, and a 2 µs
 //! point counts as much as a 2 s one. A parameter no sample exercises (a single-node run has no
-//! inter-node terms) is left at 0 and not reported as fitted. Needs Eigen 3 (tutti::eigen).
+//! inter-node terms) is left at 0 and not reported as fitted. The oversubscription term's
+//! switch_cost (tuner/predict.hpp) is a sixth column, fitted only when some sample has more ranks
+//! than cores. Needs Eigen 3 (tutti::eigen).
 #pragma once
 #include <Eigen/Core>
 #include <Eigen/QR>
@@ -31,13 +33,17 @@ struct timed_sample {
 struct fit_result {
   cost_parameters parameters;
   std::array<bool, 5> fitted{};      //!< alpha_intra, beta_intra, alpha_inter, beta_inter, gamma: exercised
+  bool switch_cost_fitted = false;   //!< some sample was oversubscribed (cost_terms::s != 0)
   double rms_relative_error = 0;     //!< sqrt(mean(((predicted - measured) / measured)^2))
   double max_relative_error = 0;     //!< max |predicted - measured| / measured
   std::size_t samples = 0;
 };
 
 namespace detail {
-inline std::array<double, 5> as_row(const cost_terms& t) noexcept { return {t.a_intra, t.b_intra, t.a_inter, t.b_inter, t.g}; }
+inline constexpr std::size_t fit_columns = 6;
+inline std::array<double, fit_columns> as_row(const cost_terms& t) noexcept {
+  return {t.a_intra, t.b_intra, t.a_inter, t.b_inter, t.g, t.s};
+}
 }  // namespace detail
 
 //! Least-squares fit of the parameters the samples exercise. Throws invalid_argument for a
@@ -45,17 +51,20 @@ inline std::array<double, 5> as_row(const cost_terms& t) noexcept { return {t.a_
 [[nodiscard]] inline fit_result fit(std::span<const timed_sample> samples) {
   fit_result r;
   r.samples = samples.size();
+  std::array<bool, detail::fit_columns> used{};
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const double s = samples[i].seconds;
     if (!(s > 0) || !std::isfinite(s))
       throw invalid_argument("tuner::fit: sample " + std::to_string(i) + " has time " + std::to_string(s) +
                              " s; every measured time must be finite and > 0");
     const auto row = detail::as_row(samples[i].terms);
-    for (std::size_t k = 0; k < row.size(); ++k) r.fitted[k] = r.fitted[k] || row[k] != 0;
+    for (std::size_t k = 0; k < row.size(); ++k) used[k] = used[k] || row[k] != 0;
   }
-  std::array<int, 5> column{};  // parameter k -> column of the system, or -1
+  for (std::size_t k = 0; k < r.fitted.size(); ++k) r.fitted[k] = used[k];
+  r.switch_cost_fitted = used[5];
+  std::array<int, detail::fit_columns> column{};  // parameter k -> column of the system, or -1
   int unknowns = 0;
-  for (std::size_t k = 0; k < column.size(); ++k) column[k] = r.fitted[k] ? unknowns++ : -1;
+  for (std::size_t k = 0; k < column.size(); ++k) column[k] = used[k] ? unknowns++ : -1;
   if (unknowns == 0 || samples.size() < static_cast<std::size_t>(unknowns))
     throw invalid_argument("tuner::fit: " + std::to_string(samples.size()) + " sample(s) for " + std::to_string(unknowns) +
                            " parameter(s) to fit; need at least as many samples, and at least one parameter");
@@ -72,10 +81,11 @@ inline std::array<double, 5> as_row(const cost_terms& t) noexcept { return {t.a_
   for (Eigen::Index j = 0; j < a.cols(); ++j) a.col(j) /= norms(j);
   const Eigen::VectorXd x = a.colPivHouseholderQr().solve(b).cwiseQuotient(norms);
 
-  std::array<double, 5> value{};
+  std::array<double, detail::fit_columns> value{};
   for (std::size_t k = 0; k < column.size(); ++k)
     if (column[k] >= 0) value[k] = x(column[k]);
   r.parameters = {{value[0], value[1]}, {value[2], value[3]}, value[4]};
+  r.parameters.switch_cost = value[5];
   double sum = 0;
   for (const auto& s : samples) {
     const double e = (seconds(r.parameters, s.terms) - s.seconds) / s.seconds;

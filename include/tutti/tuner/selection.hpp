@@ -4,7 +4,9 @@
 //! algorithm::tuned<A...> compiles its table once, when the communicator is made (the layout is
 //! known then: the node map), and every call is a binary search over a few ranges. The candidates
 //! are the algorithms compiled into tuned<A...>, by name; a row naming another one, or one that
-//! lacks the row's collective, is refused here with the row and its line.
+//! lacks the row's collective, is refused here with the row and its line. A collective with no rows
+//! for this layout is answered from the table's samples of other layouts, interpolated, or from its
+//! fitted model (tuner/interpolate.hpp); failing both, by the fallback candidate; how() says which.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -18,6 +20,7 @@
 
 #include "tutti/core/collective.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/tuner/interpolate.hpp"
 #include "tutti/tuner/knobs.hpp"
 #include "tutti/tuner/overrides.hpp"
 #include "tutti/tuner/table.hpp"
@@ -76,7 +79,14 @@ class selection {
       std::sort(list.begin(), list.end(), [](const range& a, const range& b) { return a.max_bytes < b.max_bytes; });
     how_ = std::move(how);
   }
+  //! Adds a row made here (interpolated or predicted), kept alive by the selection.
+  void add_owned(row r, std::uint32_t candidate) {
+    made_.push_back(std::make_unique<row>(std::move(r)));
+    add(*made_.back(), candidate);
+  }
   void set_fallback(std::uint32_t candidate) noexcept { fallback_ = {candidate, nullptr, nullptr}; }
+  //! Whether calls of `c` on `d` have rows (measured or made); without, they take the fallback.
+  [[nodiscard]] bool has_rows(collective c, dtype_class d) const noexcept { return !ranges_[slot(c, d)].empty(); }
   //! A dtype class with no rows takes the other class's: the schedules move the same bytes.
   void share_missing_classes() {
     for (std::size_t c = 0; c < collective_kinds; ++c) {
@@ -97,18 +107,53 @@ class selection {
   }
   std::array<std::vector<range>, collective_kinds * dtype_classes> ranges_;
   std::vector<std::unique_ptr<overrides>> owned_;  //!< the rows' tuning values, pointed at by choices
+  std::vector<std::unique_ptr<row>> made_;          //!< rows made for this layout, pointed at by choices
   choice fallback_;
   std::string how_;
 };
 
+//! For every collective `s` has no rows for: rows from answer_unmeasured over the candidates that
+//! have it, added to `s`. Returns "allreduce: interpolated between 2x2 and 8x2; ..." or "".
+inline std::string answer_unmeasured_collectives(const table& t, const layout& here,
+                                                 std::span<const candidate_info> candidates, std::uint32_t fallback,
+                                                 double cores_per_node, selection& s) {
+  std::string how;
+  for (std::size_t k = 0; k < collective_kinds; ++k) {
+    const auto c = static_cast<collective>(k);
+    if (s.has_rows(c, dtype_class::floating)) continue;
+    std::vector<std::string_view> names;
+    for (const auto& cand : candidates)
+      if (cand.has[k]) names.push_back(cand.name);
+    if (names.empty()) continue;  // no candidate has it: the call is refused elsewhere
+    const contender by_default{std::string(candidates[fallback].name), {}};
+    for (const dtype_class d : {dtype_class::floating, dtype_class::integer}) {
+      const bool measured = std::any_of(t.samples.begin(), t.samples.end(),
+                                        [&](const sample& x) { return x.collective_kind == c && x.dtypes == d; });
+      if (!measured && !(d == dtype_class::floating && t.model)) continue;  // the other class's rows serve it
+      const auto a = answer_unmeasured(t, c, d, here, by_default, names, cores_per_node);
+      if (!a || a->rows.empty()) continue;
+      for (const row& r : a->rows) {
+        const auto found = std::find_if(candidates.begin(), candidates.end(),
+                                        [&](const candidate_info& x) { return x.name == r.algorithm; });
+        s.add_owned(r, static_cast<std::uint32_t>(found - candidates.begin()));
+      }
+      how += (how.empty() ? "" : "; ") + std::string(name_of(c)) + " (" + std::string(name_of(d)) + "): " + a->how;
+    }
+  }
+  s.share_missing_classes();
+  return how;
+}
+
 //! Checks the rows of `t` for layout `here` against the candidates and compiles them: every row's
 //! algorithm compiled in and having the row's collective, its tuning values known, and per
 //! (collective, dtype class) ranges that start at 0, neither overlap nor leave a gap, and end at
-//! the largest size. With no row for `here`, every call runs candidate `fallback` with its
-//! defaults (tuner/interpolate.hpp does better when the table has samples or a model).
-//! `t` must outlive the selection (choices point at its rows).
+//! the largest size. A collective with no row for `here` is answered by answer_unmeasured
+//! (interpolated samples, else the fitted model; `fallback` is the default the rule keeps, over
+//! the candidates that have the collective); with neither, every call of it runs candidate
+//! `fallback` with its defaults. `cores_per_node` (0: unknown) feeds the model's oversubscription
+//! term. `t` must outlive the selection (choices point at its rows).
 [[nodiscard]] inline selection compile(const table& t, const layout& here, std::span<const candidate_info> candidates,
-                                       std::uint32_t fallback) {
+                                       std::uint32_t fallback, double cores_per_node = 0) {
   selection s;
   s.set_fallback(fallback);
   std::array<std::vector<std::size_t>, collective_kinds * dtype_classes> rows_of;
@@ -163,8 +208,19 @@ class selection {
     }
   }
   s.share_missing_classes();
-  s.finish("measured rows for world " + std::to_string(here.world) + ", " + std::to_string(here.nodes) + " node(s) x " +
-           std::to_string(here.ranks_per_node) + " ranks");
+  std::string how;
+  for (std::size_t c = 0; c < collective_kinds; ++c)
+    if (s.has_rows(static_cast<collective>(c), dtype_class::floating)) {
+      how = "measured rows for world " + std::to_string(here.world) + ", " + std::to_string(here.nodes) +
+            " node(s) x " + std::to_string(here.ranks_per_node) + " ranks";
+      break;
+    }
+  const auto made = answer_unmeasured_collectives(t, here, candidates, fallback, cores_per_node, s);
+  how += (how.empty() || made.empty() ? "" : "; ") + made;
+  if (how.empty())
+    how = "no rows, samples or model for " + layout_text(here) + ": every call runs " +
+          std::string(candidates[fallback].name) + " with its defaults";
+  s.finish(std::move(how));
   return s;
 }
 

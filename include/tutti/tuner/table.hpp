@@ -101,6 +101,7 @@ struct provenance {
 //! beyond the measured ones can be answered. Seconds and seconds per byte.
 struct fitted_model {
   double alpha_intra = 0, beta_intra = 0, alpha_inter = 0, beta_inter = 0, gamma = 0;
+  double switch_cost = 0;  //!< seconds per wait on a descheduled peer (oversubscription, tuner/predict.hpp)
   double rms_relative_error = 0, max_relative_error = 0;
   std::size_t samples = 0;
 };

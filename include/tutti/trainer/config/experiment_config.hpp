@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "tutti/core/error.hpp"
-#include "tutti/trainer/config/did_you_mean.hpp"
+#include "tutti/core/did_you_mean.hpp"
 #include "tutti/trainer/config/yaml_reader.hpp"
 
 namespace tutti::trainer {
@@ -121,7 +121,7 @@ struct experiment_config {
       if (h.used) continue;
       if (!problems.empty()) problems += "; ";
       problems += config_detail::where(source_, h.line) + "unknown hyperparameter '" + key + "'" +
-                  config_detail::suggestion(config_detail::closest(key, missed));
+                  spelling::suggestion(spelling::closest(key, missed));
     }
     if (!problems.empty()) throw invalid_argument(problems);
   }

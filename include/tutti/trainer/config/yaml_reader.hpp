@@ -22,9 +22,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include "tutti/core/error.hpp"
-#include "tutti/trainer/config/did_you_mean.hpp"
+#include "tutti/core/did_you_mean.hpp"
 
 namespace tutti::trainer::config_detail {
+
+using spelling::closest;  // core/did_you_mean.hpp
+using spelling::suggestion;
 
 // "<source>:<line>: ", or "<source>: " where there is no line (a key that is missing altogether).
 [[nodiscard]] inline std::string where(const std::string& source, int line) {

@@ -1,7 +1,8 @@
 //! @file did_you_mean.hpp  "(did you mean 'optimizations'?)": the closest known word to a typo.
 //!
-//! Used for unknown keys of the experiment file and for hyperparameters that nothing read; plain
-//! text in, plain text out, so it needs no YAML.
+//! Used for unknown keys of the experiment file (trainer/config/), hyperparameters that nothing
+//! read, and unknown fields of a tuning table (tuner/table_json.hpp); plain text in, plain text
+//! out, so it needs no YAML.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -10,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tutti::trainer::config_detail {
+namespace tutti::spelling {
 
 // Optimal string alignment distance: insertions, deletions, substitutions and swaps of two
 // neighbours each cost one, so "optimisations" and "learnig_rate" are one step from the real key.
@@ -49,4 +50,4 @@ namespace tutti::trainer::config_detail {
   return best.empty() ? std::string() : " (did you mean '" + best + "'?)";
 }
 
-}  // namespace tutti::trainer::config_detail
+}  // namespace tutti::spelling
