@@ -209,10 +209,11 @@ for ((rep = 0; rep < repeats; rep++)); do
   for ((i = 0; i < ${#order[@]}; i++)); do
     IFS=';' read -r m r c <<<"${order[$i]}"
     tag="rep $rep run $((i + 1))/${#order[@]}"
-    IFS='|' read -r _ _ _ is_auto _ <<<"$c"
+    IFS='|' read -r cname _ _ is_auto _ <<<"$c"
     if [[ $is_auto == 1 ]]; then  # autotuned: its own log, and warmup steps for the tuner to settle before timing
       mkdir -p "$autotune_dir"
-      run_one "$m" "$r" "$c" "$tag" "$steps" "$autotune_warmup" "$autotune_dir/$(name_of "$m")-${r}r-rep$rep.csv"
+      [[ $cname == autotune ]] && cname="" || cname="-$cname"  # --joint's two have their own logs
+      run_one "$m" "$r" "$c" "$tag" "$steps" "$autotune_warmup" "$autotune_dir/$(name_of "$m")-${r}r-rep$rep$cname.csv"
     else
       run_one "$m" "$r" "$c" "$tag"
     fi
