@@ -5,6 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -20,6 +23,7 @@
 #include <tutti/testing/fork_world.hpp>
 #include <tutti/testing/inproc_world.hpp>
 #include <tutti/testing/node_aware_world.hpp>
+#include <tutti/tuner/table_write.hpp>
 
 #include "support/tuned_tables.hpp"
 
@@ -148,8 +152,8 @@ TEST_CASE("ranks that read different tables are refused with both hashes and bot
     if (rank == 2) return other;
     return mine;
   });
-  const std::string h0 = alg::tuned_detail::hex(alg::tuned_table::hash_of(*mine));
-  const std::string h2 = alg::tuned_detail::hex(alg::tuned_table::hash_of(*other));
+  const std::string h0 = tutti::tuner::hash_text(alg::tuned_table::hash_of(*mine));
+  const std::string h2 = tutti::tuner::hash_text(alg::tuned_table::hash_of(*other));
   REQUIRE(h0 != h2);
   auto errors = tutti::transport::inproc::run(3, [&](tutti::transport::inproc& t) {
     try {
@@ -208,3 +212,106 @@ TEST_CASE("ranks whose counts chose different candidates still meet in direct's 
     if (ok[0] != 2.0f) throw std::runtime_error("wrong result after the mismatch");
   });
 }
+
+TEST_CASE("the built-in table is set aside, not refused, by a tuned<...> it names no candidate of") {
+  tuned_source_scope files(nullptr);  // no testing source: TUTTI_TUNING_FILE, else the built-in table
+  REQUIRE(std::getenv("TUTTI_TUNING_FILE") == nullptr);
+  threads::run(2, [](threads::communicator_type& comm) {
+    std::vector<float> v(10, 1.0f);
+    comm.allreduce(v, tutti::op::sum);
+    const auto& control = comm.algorithm_control();
+    if (control.last_run() != 0) throw std::runtime_error("did not run ring, the fallback over inproc");
+#if TUTTI_HAVE_YAML
+    // tuning/default.json names direct, which threads_tuned lacks
+    if (control.table().source.find("set aside") == std::string::npos)
+      throw std::runtime_error("the built-in table was not set aside: " + control.table().source);
+#endif
+  });
+}
+
+#if TUTTI_HAVE_YAML
+namespace {
+//! Writes `t` to a file of its own under /tmp; removed when the test ends.
+struct table_file {
+  std::string path;
+  explicit table_file(const tutti::tuner::table& t, const std::string& stem) {
+    path = "/tmp/" + stem + "-" + unique_job_id("tuned") + ".json";
+    std::ofstream(path) << tutti::tuner::write_table(t);
+  }
+  ~table_file() { std::remove(path.c_str()); }
+};
+}  // namespace
+
+TEST_CASE("TUTTI_TUNING_FILE is read, and ranks given different files are refused naming both") {
+  REQUIRE(served);
+  using comm_type = processes::communicator_type;
+  using tuned_type = comm_type::algorithm_type;
+  const auto& switching = *tuned_tables().at(std::string(tuned_type::name));
+  auto changed = switching;
+  for (auto& r : changed.rows)
+    if (r.where == tutti::tuner::layout{2, 1, 2} && r.algorithm == "ring") r.algorithm = "tree";
+  const table_file a(switching, "a"), b(changed, "b");
+  const std::string ha = tutti::tuner::hash_text(tutti::tuner::table_hash(switching));
+  const std::string hb = tutti::tuner::hash_text(tutti::tuner::table_hash(changed));
+  REQUIRE(ha != hb);
+  auto same = fork_ranks(2, [&](tutti::rank_info info) {
+    tutti::algorithm::tuned_table::testing_source() = nullptr;  // this child reads the file
+    ::setenv("TUTTI_TUNING_FILE", a.path.c_str(), 1);
+    comm_type comm(std::make_unique<tutti::transport::shm>(info));
+    if (comm.algorithm_control().table().source != a.path) throw std::runtime_error("did not read the file");
+    std::vector<std::uint8_t> v(10, 1);  // 10 bytes of integers: the first range
+    comm.allreduce(v, tutti::op::sum);
+    const auto want = table_says(switching, {2, 1, 2}, tutti::collective::allreduce, tutti::tuner::dtype_class::integer, 10);
+    if (tuned_type::control::names[comm.algorithm_control().last_run()] != want)
+      throw std::runtime_error("the file's row did not choose");
+  });
+  throw_if_any_failed(same, "one file");
+  auto differ = fork_ranks(2, [&](tutti::rank_info info) {
+    tutti::algorithm::tuned_table::testing_source() = nullptr;
+    ::setenv("TUTTI_TUNING_FILE", info.rank == 0 ? a.path.c_str() : b.path.c_str(), 1);
+    try {
+      comm_type comm(std::make_unique<tutti::transport::shm>(info));
+    } catch (const tutti::mismatch& e) {
+      const std::string want = "rank 0 has table " + ha + " (" + a.path + "), rank 1 has table " + hb + " (" + b.path + ")";
+      if (std::string(e.what()).find(want) == std::string::npos)
+        throw std::runtime_error(std::string("unexpected message: ") + e.what());
+      return;
+    }
+    throw std::runtime_error("different files accepted");
+  });
+  throw_if_any_failed(differ, "two files");
+}
+
+TEST_CASE("a bad TUTTI_TUNING_FILE is refused with its row and line when the communicator is made") {
+  const std::string path = "/tmp/bad-" + unique_job_id("tuned") + ".json";
+  std::ofstream(path) << R"({"format": "tutti-tuning-table", "version": 1, "rows": [
+  {"collective": "allreduce", "dtype_class": "float", "min_bytes": 0, "max_bytes": "inf", "world": 2, "nodes": 1, "ranks_per_node": 2, "algorithm": "no_such"}
+]})";
+  auto results = fork_ranks(2, [&](tutti::rank_info info) {
+    tutti::algorithm::tuned_table::testing_source() = nullptr;
+    ::setenv("TUTTI_TUNING_FILE", path.c_str(), 1);
+    try {
+      processes::communicator_type comm(std::make_unique<tutti::transport::shm>(info));
+    } catch (const tutti::invalid_argument& e) {
+      const std::string want = path + ": row 1 (line 2): algorithm 'no_such' is not compiled into this tuned<";
+      if (std::string(e.what()).find(want) == std::string::npos)
+        throw std::runtime_error(std::string("unexpected message: ") + e.what());
+      return;
+    }
+    throw std::runtime_error("a row naming no candidate was accepted");
+  });
+  std::remove(path.c_str());
+  throw_if_any_failed(results, "bad file");
+}
+
+TEST_CASE("the built-in table's rows choose for a tuned<...> that has their candidates") {
+  tuned_source_scope files(nullptr);
+  processes::run(2, [](processes::communicator_type& comm) {
+    const auto& control = comm.algorithm_control();
+    if (control.table().source != tutti::tuner::default_table_source)
+      throw std::runtime_error("not the built-in table: " + control.table().source);
+    if (control.table_hash() != tutti::tuner::table_hash(*tutti::algorithm::tuned_table::built_in()))
+      throw std::runtime_error("hash is not the built-in table's");
+  });
+}
+#endif

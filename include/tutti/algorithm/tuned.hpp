@@ -9,14 +9,15 @@
 //! Each candidate keeps its own state (algorithm_state is keyed by type). docs/algorithms.md and
 //! docs/tuning.md tell the rest.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -73,17 +74,15 @@ inline constexpr bool runs = usable_over<A, typename Ctx::transport_type> && has
 template <class A, class Transport>
 inline constexpr bool checks = usable_over<A, Transport> && requires { requires A::template checks_arguments<Transport>; };
 
-//! What every rank sends every other when the communicator is made: its table's hash and source.
+//! What every rank sends every other when the communicator is made: its table's hash and source,
+//! and its node's cores (the cost model's oversubscription term: the ranks use the smallest, so
+//! that every rank compiles the same selection).
 struct table_identity {
   std::uint64_t hash = 0;
-  char source[248]{};  //!< the file name, cut to fit
+  std::uint32_t cores = 0;
+  char source[244]{};  //!< the file name, cut to fit
 };
 
-inline std::string hex(std::uint64_t h) {
-  char text[19];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
-  return text;
-}
 }  // namespace tuned_detail
 
 template <algorithm_policy... A>
@@ -132,15 +131,17 @@ struct tuned {
   static void prepare(Ctx& c) {
     (prepare_candidate<A>(c), ...);
     std::shared_ptr<const tuner::table> table = tuned_table::load(c.rank(), name);
+    const bool built_in = table == tuned_table::built_in();
     const std::uint64_t hash = tuned_table::hash_of(*table);
-    agree_on_table(c, hash, table->source);
+    const unsigned cores = agree_on_table(c, hash, table->source);
     const tuner::layout here = layout_of(c);
     control& made = c.template state<control>([&] {
-      return std::make_shared<control>(std::move(table), hash, here, candidates_for<Ctx>(), fallback_for<Ctx>(here));
+      return std::make_shared<control>(std::move(table), hash, here, candidates_for<Ctx>(), fallback_for<Ctx>(here),
+                                       cores, built_in);
     });
     if (log_enabled(log_level::info))
       log(log_level::info, c.rank(), std::string(name) + ": table " + made.table().source + " (hash " +
-          tuned_detail::hex(hash) + "): " + made.selection().how());
+          tuner::hash_text(hash) + "): " + made.selection().how());
   }
 
   template <class Ctx>
@@ -276,15 +277,20 @@ struct tuned {
 
   //! Every rank sends its table's hash and source to every other (tags::tuning_table); a
   //! difference is a tutti::mismatch naming rank 0's and the first differing rank's, on every rank.
-  //! Not over a transport that carries device memory only (nccl): it cannot carry host records,
-  //! so there each rank trusts its own table (docs/algorithms.md says so).
+  //! Returns the fewest cores any rank's node has (0: unknown). Not over a transport that carries
+  //! device memory only (nccl): it cannot carry host records, so there each rank trusts its own
+  //! table (docs/algorithms.md says so), and the cores are unknown.
   template <class Ctx>
-  static void agree_on_table(Ctx& c, std::uint64_t hash, const std::string& source) {
-    if constexpr (!Ctx::transport_type::traits.device_memory) {
-      if (c.size() == 1) return;
+  static unsigned agree_on_table(Ctx& c, std::uint64_t hash, const std::string& source) {
+    if constexpr (Ctx::transport_type::traits.device_memory) {
+      return 0;
+    } else {
+      const unsigned cores = std::thread::hardware_concurrency();
+      if (c.size() == 1) return cores;
       std::vector<tuned_detail::table_identity> all(static_cast<std::size_t>(c.size()));
       auto& mine = all[static_cast<std::size_t>(c.rank())];
       mine.hash = hash;
+      mine.cores = cores;
       source.copy(mine.source, sizeof mine.source - 1);
       std::vector<typename Ctx::request> pending;
       const std::string during = c.where() + std::string(name) + ": while checking that every rank has the same tuning table: ";
@@ -298,9 +304,12 @@ struct tuned {
       for (std::size_t r = 1; r < all.size(); ++r)
         if (all[r].hash != all[0].hash)
           throw mismatch(c.where() + std::string(name) + ": the ranks read different tuning tables: rank 0 has table " +
-                         tuned_detail::hex(all[0].hash) + " (" + all[0].source + "), " + rank_text(static_cast<int>(r)) +
-                         " has table " + tuned_detail::hex(all[r].hash) + " (" + all[r].source +
+                         tuner::hash_text(all[0].hash) + " (" + all[0].source + "), " + rank_text(static_cast<int>(r)) +
+                         " has table " + tuner::hash_text(all[r].hash) + " (" + all[r].source +
                          "); give every rank the same TUTTI_TUNING_FILE");
+      unsigned fewest = cores;
+      for (const auto& r : all) fewest = std::min<unsigned>(fewest, r.cores);
+      return fewest;
     }
   }
 

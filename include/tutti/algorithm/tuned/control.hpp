@@ -31,11 +31,24 @@ class tuned_control {
   //! What last_run() says before any collective ran.
   static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
 
-  //! Compiles `t` for layout `here` (tuner::compile: every row checked, with its line).
+  //! Compiles `t` for layout `here` (tuner::compile: every row checked, with its line; `cores`,
+  //! 0 when unknown, feeds the cost model). A table the user gave is refused with its error; the
+  //! built-in one (`built_in`), measured for tuned<...>s with other candidates perhaps, is set aside
+  //! instead — every call then runs the fallback — and the info line says why.
   tuned_control(std::shared_ptr<const tuner::table> t, std::uint64_t hash, tuner::layout here,
-                const std::array<tuner::candidate_info, count>& candidates, std::uint32_t fallback)
-      : table_(std::move(t)), hash_(hash), layout_(here), candidates_(candidates),
-        selection_(tuner::compile(*table_, here, candidates_, fallback)) {}
+                const std::array<tuner::candidate_info, count>& candidates, std::uint32_t fallback, unsigned cores,
+                bool built_in)
+      : table_(std::move(t)), hash_(hash), layout_(here), candidates_(candidates) {
+    try {
+      selection_ = tuner::compile(*table_, here, candidates_, fallback, static_cast<double>(cores));
+    } catch (const invalid_argument& e) {
+      if (!built_in) throw;
+      auto aside = std::make_shared<tuner::table>();
+      aside->source = table_->source + ", set aside: " + e.what();
+      table_ = std::move(aside);
+      selection_ = tuner::compile(*table_, here, candidates_, fallback, static_cast<double>(cores));
+    }
+  }
   tuned_control(const tuned_control&) = delete;
   tuned_control& operator=(const tuned_control&) = delete;
 

@@ -2,7 +2,8 @@
 //! every rank compares: TUTTI_TUNING_FILE, else the built-in default table.
 //!
 //! The one place tuned touches files and the JSON reader (tuner/table_json.hpp, which needs yaml-cpp:
-//! tutti::yaml). Read once per communicator, when it is made, never per collective.
+//! link tutti::yaml, which defines TUTTI_HAVE_YAML; without it only tables made in memory are
+//! read). Read once per communicator, when it is made, never per collective.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -13,39 +14,44 @@
 
 #include "tutti/core/config.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/log.hpp"
+#include "tutti/tuner/default_table.hpp"
 #include "tutti/tuner/table.hpp"
+#include "tutti/tuner/table_write.hpp"
+#if TUTTI_HAVE_YAML
+#include "tutti/tuner/table_json.hpp"
+#endif
 
 namespace tutti::algorithm::tuned_table {
 
-//! FNV-1a 64 of the rows (placeholder until tuner::table_hash lands from branch `table`).
-[[nodiscard]] inline std::uint64_t hash_of(const tuner::table& t) {
-  std::uint64_t h = 14695981039346656037ull;
-  const auto mix = [&](std::string_view bytes) {
-    for (unsigned char ch : bytes) h = (h ^ ch) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;  // a separator, so "ab","c" differs from "a","bc"
-  };
-  for (const auto& r : t.rows) {
-    mix(std::to_string(static_cast<int>(r.collective_kind)) + " " + std::to_string(static_cast<int>(r.dtypes)) + " " +
-        std::to_string(r.min_bytes) + " " + std::to_string(r.max_bytes) + " " + std::to_string(r.where.world) + " " +
-        std::to_string(r.where.nodes) + " " + std::to_string(r.where.ranks_per_node));
-    mix(r.algorithm);
-    for (const auto& v : r.tuning) mix(v.name + "=" + std::to_string(v.value));
-  }
-  return h;
-}
+//! The hash every rank compares: of the canonical writing (tuner/table_write.hpp), so the same rows
+//! spelled differently agree.
+[[nodiscard]] inline std::uint64_t hash_of(const tuner::table& t) { return tuner::table_hash(t); }
 
-//! A table read from `path` (TUTTI_TUNING_FILE).
+//! A table read from `path` (TUTTI_TUNING_FILE); every error names the file, the row and its line.
 [[nodiscard]] inline std::shared_ptr<const tuner::table> read_file(const std::string& path) {
+#if TUTTI_HAVE_YAML
+  return std::make_shared<const tuner::table>(tuner::read_table_file(path));
+#else
   throw invalid_argument("TUTTI_TUNING_FILE=" + path +
-                         ": algorithm::tuned cannot read table files in this build (tuner/table_json.hpp is missing)");
+                         ": algorithm::tuned reads tables with yaml-cpp, and this program was built without it "
+                         "(link tutti::yaml)");
+#endif
 }
 
-//! The table shipped with tutti (tuning/default.json), parsed once per process.
+//! The table shipped with tutti (tuning/default.json, embedded), parsed once per process. Built
+//! without yaml-cpp it cannot be read: an empty table that says so (every call runs the fallback).
 [[nodiscard]] inline std::shared_ptr<const tuner::table> built_in() {
-  static const auto parsed = [] {
+  static const std::shared_ptr<const tuner::table> parsed = [] {
+#if TUTTI_HAVE_YAML
+    return std::make_shared<const tuner::table>(
+        tuner::read_table(tuner::default_table_json, std::string(tuner::default_table_source)));
+#else
     auto t = std::make_shared<tuner::table>();
-    t->source = "the built-in default table (empty in this build)";
+    t->source = std::string(tuner::default_table_source) + ", not read: built without yaml-cpp (link tutti::yaml)";
+    log(log_level::warn, -1, "algorithm::tuned: " + t->source + "; every call runs the fallback candidate");
     return std::shared_ptr<const tuner::table>(std::move(t));
+#endif
   }();
   return parsed;
 }
