@@ -14,7 +14,13 @@
 //! by tutti. TUTTI_AUTOTUNE defaults to 0 here: the tuner runs only when the driver asks for it.
 //! Rank 0 prints one CSV line to stdout (columns in print_usage); everything else goes to stderr.
 //! bench/fusion/run.sh runs it over strategies and models, bench/fusion/summarize.py reads the lines.
+//!
+//! --algorithm tuned runs algorithm::tuned<...> over the candidates tutti-tune measures for the
+//! transport (tools/tutti_tune.cpp; its table: TUTTI_TUNING_FILE or the built-in default) instead of
+//! automatic; with TUTTI_AUTOTUNE=1 the autotuner then also chooses which candidate runs the
+//! engine's collectives (joint tuning, fusion/joint.hpp; TUTTI_AUTOTUNE_ALGORITHM=0 turns that off).
 #include <tutti/tutti.hpp>
+#include <tutti/algorithm/tuned.hpp>
 #if __has_include(<tutti/fusion/autotuned.hpp>) && defined(TUTTI_HAVE_EIGEN)
 #include <tutti/fusion/autotuned.hpp>
 #define TUTTI_FUSION_BENCH_AUTOTUNED 1
@@ -57,6 +63,13 @@ struct usage_error {
 };
 
 enum class transport_kind { shm, multi_node };
+enum class algorithm_kind { automatic, tuned };
+
+namespace alg = tutti::algorithm;
+//! tutti-tune's candidates per transport (tools/tutti_tune.cpp): the names its tables may hold.
+using shm_tuned = alg::tuned<alg::ring, alg::direct, alg::halving_doubling, alg::tree, alg::hierarchical<alg::direct, alg::ring>>;
+using multi_node_tuned = alg::tuned<alg::ring, alg::halving_doubling, alg::tree, alg::hierarchical<alg::ring, alg::ring>,
+                                    alg::hierarchical<alg::direct, alg::ring>>;
 
 struct options {
   std::string model;  //!< path of the shape list
@@ -65,6 +78,7 @@ struct options {
   std::string label = "bench";
   double compute_ms = 0;  //!< sleep between steps, imitating forward and backward
   transport_kind transport = transport_kind::shm;
+  algorithm_kind algorithm = algorithm_kind::automatic;
 };
 
 void print_usage(std::FILE* f) {
@@ -81,6 +95,10 @@ void print_usage(std::FILE* f) {
       "  --compute-ms X      sleep X ms before each step, imitating compute (default 0)\n"
       "  --transport T       shm: the ranks share one host (default); multi_node: shm inside a host,\n"
       "                      UCX between hosts (builds with UCX and OpenSSL)\n"
+      "  --algorithm A       automatic (default), or tuned: algorithm::tuned<...> over tutti-tune's\n"
+      "                      candidates for the transport, reading TUTTI_TUNING_FILE; with\n"
+      "                      TUTTI_AUTOTUNE=1 the autotuner chooses the engine's algorithm too\n"
+      "                      (TUTTI_AUTOTUNE_ALGORITHM=0: not)\n"
       "  -h, --help          this text\n"
       "Environment (read by tutti; every rank must agree): TUTTI_FUSION_THRESHOLD (bytes, K/M/G\n"
       "suffixes), TUTTI_CYCLE_TIME (ms), TUTTI_AUTOTUNE (0/1; default 0 here), TUTTI_AUTOTUNE_LOG.\n"
@@ -104,13 +122,14 @@ long long parse_integer(std::string_view flag, std::string_view s, long long lo,
 }
 
 options parse(int argc, char** argv) {
-  enum : int { opt_model = 256, opt_steps, opt_warmup, opt_label, opt_compute_ms, opt_transport };
+  enum : int { opt_model = 256, opt_steps, opt_warmup, opt_label, opt_compute_ms, opt_transport, opt_algorithm };
   static const ::option long_options[] = {{"model", required_argument, nullptr, opt_model},
                                           {"steps", required_argument, nullptr, opt_steps},
                                           {"warmup", required_argument, nullptr, opt_warmup},
                                           {"label", required_argument, nullptr, opt_label},
                                           {"compute-ms", required_argument, nullptr, opt_compute_ms},
                                           {"transport", required_argument, nullptr, opt_transport},
+                                          {"algorithm", required_argument, nullptr, opt_algorithm},
                                           {"help", no_argument, nullptr, 'h'},
                                           {nullptr, 0, nullptr, 0}};
   options o;
@@ -137,6 +156,11 @@ options parse(int argc, char** argv) {
         if (arg == "shm") o.transport = transport_kind::shm;
         else if (arg == "multi_node") o.transport = transport_kind::multi_node;
         else throw usage_error{"--transport '" + std::string(arg) + "': unknown transport (one of shm, multi_node)"};
+        break;
+      case opt_algorithm:
+        if (arg == "automatic") o.algorithm = algorithm_kind::automatic;
+        else if (arg == "tuned") o.algorithm = algorithm_kind::tuned;
+        else throw usage_error{"--algorithm '" + std::string(arg) + "': unknown algorithm (automatic or tuned)"};
         break;
       case 'h': print_usage(stdout); std::exit(0);
       case ':': throw usage_error{std::string(argv[optind - 1]) + " needs a value"};
@@ -277,9 +301,9 @@ double quantile(const std::vector<double>& sorted, double q) {
 
 // ---- one rank's run -------------------------------------------------------------------------------
 
-template <class Transport>
+template <class Transport, class Algorithm>
 int run(const options& o, const model& m) {
-  using comm_t = tutti::communicator<Transport, tutti::algorithm::automatic, fusion_strategy>;
+  using comm_t = tutti::communicator<Transport, Algorithm, fusion_strategy>;
   const tutti::rank_info info = tutti::rank_info_from_env();
   try {
     auto comm = comm_t::from_env();
@@ -291,10 +315,11 @@ int run(const options& o, const model& m) {
     const bool autotune = tutti::config::flag("TUTTI_AUTOTUNE", comm_t::fusion_type::autotune);
     if (leader)
       std::fprintf(stderr,
-                   "tutti-fusion-bench: %s: %zu tensors, %zu bytes per step; %d ranks over %s, algorithm automatic; "
+                   "tutti-fusion-bench: %s: %zu tensors, %zu bytes per step; %d ranks over %s, algorithm %s; "
                    "fusion::%s: threshold %zu bytes, cycle %lld us, autotune %d; %d warm-up + %d timed steps, "
                    "compute %g ms\n",
                    m.name.c_str(), m.tensors.size(), m.bytes, ranks, std::string(Transport::name).c_str(),
+                   std::string(Algorithm::name).c_str(),
                    std::string(comm_t::fusion_type::name).c_str(), initial.threshold_bytes,
                    static_cast<long long>(initial.cycle_time.count()), autotune ? 1 : 0, o.warmup, o.steps,
                    o.compute_ms);
@@ -339,9 +364,9 @@ int run(const options& o, const model& m) {
 
     if (leader) {
       const tutti::fusion::parameters now = comm.fusion_parameters();
-      std::fprintf(stderr, "tutti-fusion-bench: fusion parameters in force after the run: threshold %zu bytes, cycle %lld us "
-                           "(%llu negotiation rounds)\n",
-                   now.threshold_bytes, static_cast<long long>(now.cycle_time.count()),
+      std::fprintf(stderr, "tutti-fusion-bench: fusion parameters in force after the run: threshold %zu bytes, cycle %lld us, "
+                           "algorithm choice %u (0: the algorithm's own; k: candidate k-1) (%llu negotiation rounds)\n",
+                   now.threshold_bytes, static_cast<long long>(now.cycle_time.count()), now.algorithm,
                    static_cast<unsigned long long>(comm.fusion_rounds()));
       if (most_wrong) {
         std::fprintf(stderr, "tutti-fusion-bench: WRONG RESULTS: up to %zu elements differ from the exact sum on a rank "
@@ -378,12 +403,14 @@ int main(int argc, char** argv) {
     const model m = read_model(o.model);  // before the bootstrap, which waits for every rank
     if (o.transport == transport_kind::multi_node) {
 #if defined(TUTTI_HAVE_UCX) && defined(TUTTI_HAVE_NET)
-      return run<tutti::transport::multi_node>(o, m);
+      if (o.algorithm == algorithm_kind::tuned) return run<tutti::transport::multi_node, multi_node_tuned>(o, m);
+      return run<tutti::transport::multi_node, alg::automatic>(o, m);
 #else
       throw usage_error{"--transport multi_node: not built in (needs UCX and OpenSSL: tutti::ucx and tutti::net)"};
 #endif
     }
-    return run<tutti::transport::shm>(o, m);
+    if (o.algorithm == algorithm_kind::tuned) return run<tutti::transport::shm, shm_tuned>(o, m);
+    return run<tutti::transport::shm, alg::automatic>(o, m);
   } catch (const usage_error& e) {
     std::fprintf(stderr, "tutti-fusion-bench: error: %s\n(tutti-fusion-bench --help lists the options)\n", e.what.c_str());
     return 2;

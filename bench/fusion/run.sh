@@ -6,6 +6,10 @@
 #   tNNN-c1ms            TUTTI_FUSION_THRESHOLD=NNN TUTTI_CYCLE_TIME=1  for NNN in 1M 4M 16M 64M 256M
 #   t64M-c0ms            TUTTI_FUSION_THRESHOLD=64M TUTTI_CYCLE_TIME=0
 #   autotune             TUTTI_AUTOTUNE=1 (threshold and cycle unset), TUTTI_AUTOTUNE_LOG per run
+#   with --joint also (joint tuning, docs/fusion.md; --algorithm tuned: tutti-tune's candidates, its
+#   table from TUTTI_TUNING_FILE or the built-in default):
+#   tuned-autotune       --algorithm tuned, TUTTI_AUTOTUNE=1 TUTTI_AUTOTUNE_ALGORITHM=0 (the table picks)
+#   joint-autotune       --algorithm tuned, TUTTI_AUTOTUNE=1 TUTTI_AUTOTUNE_ALGORITHM=1 (the tuner picks too)
 # Runs are interleaved: each repeat runs every (model, ranks, configuration) once, in an order shuffled
 # by a fixed seed (--seed + repeat), so drift on the machine spreads over all configurations. Every
 # `fusion,` line rank 0 prints goes to one CSV, with `#` lines saying what ran (rc, seconds, load);
@@ -13,7 +17,7 @@
 #
 #   bench/fusion/run.sh [--ranks "2 4"] [--models "resnet50 bert_base"] [--repeats 3] [--steps 20]
 #                       [--warmup 5] [--autotune-warmup 50] [--label NAME] [--out FILE.csv] [--seed 1]
-#                       [--netns [--rate 1gbit]]
+#                       [--netns [--rate 1gbit]] [--joint]
 #     -> bench/results/fusion-NAME-YYYYMMDD.csv (NAME: --label, default the short hostname)
 #   bench/fusion/run.sh --grid [--models resnet50] [--ranks 2] [--repeats 3] [--steps 20] [--warmup 5]
 #                       [--autotune-steps 100] [--label NAME] [--out GRID.csv] [--netns ...]
@@ -37,7 +41,7 @@ run_timeout=${RUN_TIMEOUT:-300}
 read -r -a netns_args <<<"${FUSION_NETNS_ARGS:---transport multi_node}"
 
 ranks_list="2 4" models="" repeats=3 steps=20 warmup=5 autotune_warmup=45 autotune_steps=100
-label="" out="" seed=1 grid=0 netns=0 rate=none
+label="" out="" seed=1 grid=0 netns=0 rate=none joint=0
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while (($#)); do
   case $1 in
@@ -53,6 +57,7 @@ while (($#)); do
     --seed) seed=${2:?}; shift ;;
     --grid) grid=1 ;;
     --netns) netns=1 ;;
+    --joint) joint=1 ;;
     --rate) rate=${2:?}; shift ;;
     -h | --help) usage ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage ;;
@@ -107,7 +112,7 @@ if ((netns)); then
   key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 fi
 
-# Configurations, "name|threshold|cycle_ms|autotune".
+# Configurations, "name|threshold|cycle_ms|autotune[|tuned or joint]".
 configs=()
 if ((grid)); then
   for t in 0 1M 2M 4M 8M 16M 32M 64M 128M 256M; do
@@ -117,6 +122,7 @@ else
   configs+=("per-tensor|0|0|0")
   for t in 1M 4M 16M 64M 256M; do configs+=("t$t-c1ms|$t|1|0"); done
   configs+=("t64M-c0ms|64M|0|0" "autotune|||1")
+  ((joint)) && configs+=("tuned-autotune|||1|tuned" "joint-autotune|||1|joint")
 fi
 
 # shuffled SEED ITEM...: the items, one a line, in an order SEED fixes (Python's Random, stable across versions).
@@ -128,11 +134,12 @@ runs_done=0 runs_failed=0
 # run_one MODEL RANKS CONFIG TAG [STEPS WARMUP AUTOTUNE_LOG]: one run; its fusion line (rank 0's) into
 # the CSV, a "#" line saying how it went, the programs' output into the .log.
 run_one() {
-  local model=$1 ranks=$2 tag=$4 name thr cyc auto rc=0 t0=$SECONDS load0 r q
+  local model=$1 ranks=$2 tag=$4 name thr cyc auto algo rc=0 t0=$SECONDS load0 r q
   local nsteps=${5:-$steps} nwarm=${6:-$warmup} alog=${7:-}
-  IFS='|' read -r name thr cyc auto <<<"$3"
+  IFS='|' read -r name thr cyc auto algo <<<"$3"
   local envs=(-u TUTTI_FUSION_THRESHOLD -u TUTTI_CYCLE_TIME -u TUTTI_AUTOTUNE -u TUTTI_AUTOTUNE_LOG
-              -u TUTTI_AUTOTUNE_STEPS_PER_SAMPLE -u TUTTI_AUTOTUNE_WARMUP_SAMPLES -u TUTTI_AUTOTUNE_MAX_SAMPLES)
+              -u TUTTI_AUTOTUNE_STEPS_PER_SAMPLE -u TUTTI_AUTOTUNE_WARMUP_SAMPLES -u TUTTI_AUTOTUNE_MAX_SAMPLES
+              -u TUTTI_AUTOTUNE_ALGORITHM)
   if ((auto)); then
     # Samples of 2 steps, 2 discarded, 16 scored: the tuner settles within 36 steps, inside the
     # default --autotune-warmup; AUTOTUNE_* override.
@@ -143,6 +150,10 @@ run_one() {
     envs+=(TUTTI_AUTOTUNE=0 TUTTI_FUSION_THRESHOLD="$thr" TUTTI_CYCLE_TIME="$cyc")
   fi
   local args=(--model "$model" --steps "$nsteps" --warmup "$nwarm" --label "$name")
+  if [[ -n $algo ]]; then
+    args+=(--algorithm tuned)
+    envs+=(TUTTI_AUTOTUNE_ALGORITHM=$([[ $algo == joint ]] && echo 1 || echo 0))
+  fi
   load0=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "$tag: $(name_of "$model") ranks=$ranks $name ..." >&2
   rm -f "$tmp"/out* "$tmp"/err*
@@ -198,9 +209,11 @@ for ((rep = 0; rep < repeats; rep++)); do
   for ((i = 0; i < ${#order[@]}; i++)); do
     IFS=';' read -r m r c <<<"${order[$i]}"
     tag="rep $rep run $((i + 1))/${#order[@]}"
-    if [[ $c == *"|1" ]]; then  # autotuned: its own log, and warmup steps for the tuner to settle before timing
+    IFS='|' read -r cname _ _ is_auto _ <<<"$c"
+    if [[ $is_auto == 1 ]]; then  # autotuned: its own log, and warmup steps for the tuner to settle before timing
       mkdir -p "$autotune_dir"
-      run_one "$m" "$r" "$c" "$tag" "$steps" "$autotune_warmup" "$autotune_dir/$(name_of "$m")-${r}r-rep$rep.csv"
+      [[ $cname == autotune ]] && cname="" || cname="-$cname"  # --joint's two have their own logs
+      run_one "$m" "$r" "$c" "$tag" "$steps" "$autotune_warmup" "$autotune_dir/$(name_of "$m")-${r}r-rep$rep$cname.csv"
     else
       run_one "$m" "$r" "$c" "$tag"
     fi

@@ -76,7 +76,10 @@ def read_runs(paths):
 def config_key(r):
     """Sort key and name of a run's configuration: per-tensor first, thresholds up, autotuned last."""
     if r["autotune"]:
-        return (2, 0, 0), "autotuned"
+        # run.sh --joint: the autotuner over tuned<...>, leaving the algorithm to its table, or tuning it too.
+        k, name = {"tuned-autotune": (1, "autotuned, tuned<...> (its table picks)"),
+                   "joint-autotune": (2, "autotuned jointly (the algorithm too)")}.get(r["label"], (0, "autotuned"))
+        return (2, k, 0), name
     if r["threshold_bytes"] == 0:
         return (0, 0, r["cycle_us"]), "per-tensor" + ("" if r["cycle_us"] == 0 else f", cycle {ms(r['cycle_us'])}")
     return (1, r["threshold_bytes"], r["cycle_us"]), f"{size(r['threshold_bytes'])}, cycle {ms(r['cycle_us'])}"

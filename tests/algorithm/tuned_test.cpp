@@ -4,6 +4,7 @@
 //! check across ranks that chose different candidates.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -213,6 +214,45 @@ TEST_CASE("ranks whose counts chose different candidates still meet in direct's 
   });
 }
 
+namespace {
+//! An algorithm whose prepare counts its calls and leaves state behind for its collectives.
+struct prepared {
+  using tutti_role = tutti::role::algorithm;
+  static constexpr std::string_view name = "prepared";
+  struct made {
+    int world = 0;
+  };
+  static inline std::atomic<int> calls{0};
+  template <class Ctx>
+  static void prepare(Ctx& c) {
+    ++calls;
+    c.template state<made>([&] { return std::make_shared<made>(made{c.nodes().world_size()}); });
+  }
+  template <class Ctx>
+  static void barrier(Ctx& c) {
+    const made& m = c.template state<made>([]() -> std::shared_ptr<made> { throw std::runtime_error("not prepared"); });
+    if (m.world != c.size()) throw std::runtime_error("prepare saw another world");
+    alg::ring::barrier(c);
+  }
+};
+static_assert(tutti::prepared_algorithm<prepared, inproc_world<prepared>::communicator_type::context_type>);
+template <class Comm>
+concept has_control = requires(Comm& c) { c.algorithm_control(); };
+static_assert(!has_control<inproc_world<alg::ring>::communicator_type>);  // only an algorithm with a control
+static_assert(has_control<threads::communicator_type>);
+}  // namespace
+
+TEST_CASE("both communicator constructors call an algorithm's prepare once, collectively, before any collective") {
+  prepared::calls = 0;
+  inproc_world<prepared>::run(3, [](auto& comm) { comm.barrier(); });  // made from a transport reference
+  CHECK(prepared::calls == 3);
+  prepared::calls = 0;  // each forked rank counts from here
+  fork_world<prepared>::run(2, [](auto& comm) {  // made owning its transport
+    if (prepared::calls != 1) throw std::runtime_error("prepare ran " + std::to_string(prepared::calls) + " times");
+    comm.barrier();
+  });
+}
+
 TEST_CASE("the built-in table is set aside, not refused, by a tuned<...> it names no candidate of") {
   tuned_source_scope files(nullptr);  // no testing source: TUTTI_TUNING_FILE, else the built-in table
   REQUIRE(std::getenv("TUTTI_TUNING_FILE") == nullptr);
@@ -280,6 +320,26 @@ TEST_CASE("TUTTI_TUNING_FILE is read, and ranks given different files are refuse
     throw std::runtime_error("different files accepted");
   });
   throw_if_any_failed(differ, "two files");
+}
+
+TEST_CASE("a rank that cannot read its TUTTI_TUNING_FILE fails every rank at once, named, instead of a wait") {
+  const std::string missing = "/tmp/missing-" + unique_job_id("tuned") + ".json";
+  auto results = fork_ranks(3, [&](tutti::rank_info info) {
+    tutti::algorithm::tuned_table::testing_source() = nullptr;
+    if (info.rank == 1) ::setenv("TUTTI_TUNING_FILE", missing.c_str(), 1);
+    else ::unsetenv("TUTTI_TUNING_FILE");
+    try {
+      processes::communicator_type comm(std::make_unique<tutti::transport::shm>(info));
+    } catch (const tutti::invalid_argument& e) {
+      const std::string want = info.rank == 1 ? "cannot read tuning table '" + missing + "'"
+                                              : "rank 1 could not read its tuning table: cannot read tuning table '" + missing + "'";
+      if (std::string(e.what()).find(want) == std::string::npos)
+        throw std::runtime_error(std::string("unexpected message: ") + e.what());
+      return;
+    }
+    throw std::runtime_error("a rank without a table was accepted");
+  });
+  throw_if_any_failed(results, "missing file");
 }
 
 TEST_CASE("a bad TUTTI_TUNING_FILE is refused with its row and line when the communicator is made") {

@@ -9,22 +9,20 @@
 //! Each candidate keeps its own state (algorithm_state is keyed by type). docs/algorithms.md and
 //! docs/tuning.md tell the rest.
 #pragma once
-#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <span>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <tuple>
 #include <utility>
-#include <vector>
 
 #include "tutti/algorithm/automatic.hpp"
 #include "tutti/algorithm/concepts.hpp"
 #include "tutti/algorithm/ring.hpp"
+#include "tutti/algorithm/tuned/agree_table.hpp"
 #include "tutti/algorithm/tuned/control.hpp"
 #include "tutti/algorithm/tuned/table_source.hpp"
 #include "tutti/core/collective.hpp"
@@ -34,9 +32,7 @@
 #include "tutti/core/log.hpp"
 #include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
-#include "tutti/core/tags.hpp"
 #include "tutti/transport/concepts.hpp"
-#include "tutti/transport/exchange.hpp"
 #include "tutti/tuner/selection.hpp"
 #include "tutti/tuner/table.hpp"
 
@@ -73,15 +69,6 @@ inline constexpr bool runs = usable_over<A, typename Ctx::transport_type> && has
 
 template <class A, class Transport>
 inline constexpr bool checks = usable_over<A, Transport> && requires { requires A::template checks_arguments<Transport>; };
-
-//! What every rank sends every other when the communicator is made: its table's hash and source,
-//! and its node's cores (the cost model's oversubscription term: the ranks use the smallest, so
-//! that every rank compiles the same selection).
-struct table_identity {
-  std::uint64_t hash = 0;
-  std::uint32_t cores = 0;
-  char source[244]{};  //!< the file name, cut to fit
-};
 
 }  // namespace tuned_detail
 
@@ -130,10 +117,17 @@ struct tuned {
   template <class Ctx>
   static void prepare(Ctx& c) {
     (prepare_candidate<A>(c), ...);
-    std::shared_ptr<const tuner::table> table = tuned_table::load(c.rank(), name);
+    std::shared_ptr<const tuner::table> table;
+    tuned_table::reading mine;
+    try {
+      table = tuned_table::load(c.rank(), name);
+      mine = {tuned_table::hash_of(*table), table->source, {}};
+    } catch (const invalid_argument& e) {
+      mine.error = e.what();  // told to every rank in agree(), so none waits for this one
+    }
+    const unsigned cores = tuned_table::agree(c, name, mine);
     const bool built_in = table == tuned_table::built_in();
-    const std::uint64_t hash = tuned_table::hash_of(*table);
-    const unsigned cores = agree_on_table(c, hash, table->source);
+    const std::uint64_t hash = mine.hash;
     const tuner::layout here = layout_of(c);
     control& made = c.template state<control>([&] {
       return std::make_shared<control>(std::move(table), hash, here, candidates_for<Ctx>(), fallback_for<Ctx>(here),
@@ -275,53 +269,27 @@ struct tuned {
     return 0;
   }
 
-  //! Every rank sends its table's hash and source to every other (tags::tuning_table); a
-  //! difference is a tutti::mismatch naming rank 0's and the first differing rank's, on every rank.
-  //! Returns the fewest cores any rank's node has (0: unknown). Not over a transport that carries
-  //! device memory only (nccl): it cannot carry host records, so there each rank trusts its own
-  //! table (docs/algorithms.md says so), and the cores are unknown.
-  template <class Ctx>
-  static unsigned agree_on_table(Ctx& c, std::uint64_t hash, const std::string& source) {
-    if constexpr (Ctx::transport_type::traits.device_memory) {
-      return 0;
-    } else {
-      const unsigned cores = std::thread::hardware_concurrency();
-      if (c.size() == 1) return cores;
-      std::vector<tuned_detail::table_identity> all(static_cast<std::size_t>(c.size()));
-      auto& mine = all[static_cast<std::size_t>(c.rank())];
-      mine.hash = hash;
-      mine.cores = cores;
-      source.copy(mine.source, sizeof mine.source - 1);
-      std::vector<typename Ctx::request> pending;
-      const std::string during = c.where() + std::string(name) + ": while checking that every rank has the same tuning table: ";
-      try {
-        transport::exchange_with_all(c.transport(), tags::tuning_table, std::span(all), c.until(), pending);
-      } catch (const peer_lost& e) {
-        throw peer_lost(e.peer(), during + e.what());
-      } catch (const timeout& e) {
-        throw timeout(during + e.what());
-      }
-      for (std::size_t r = 1; r < all.size(); ++r)
-        if (all[r].hash != all[0].hash)
-          throw mismatch(c.where() + std::string(name) + ": the ranks read different tuning tables: rank 0 has table " +
-                         tuner::hash_text(all[0].hash) + " (" + all[0].source + "), " + rank_text(static_cast<int>(r)) +
-                         " has table " + tuner::hash_text(all[r].hash) + " (" + all[r].source +
-                         "); give every rank the same TUTTI_TUNING_FILE");
-      unsigned fewest = cores;
-      for (const auto& r : all) fewest = std::min<unsigned>(fewest, r.cores);
-      return fewest;
-    }
+  //! Whether `r` is one of the table's rows (not one the selection made for an unmeasured layout).
+  static bool in_rows(const tuner::table& t, const tuner::row* r) {
+    const std::less<const tuner::row*> below;
+    return !t.rows.empty() && !below(r, t.rows.data()) && below(r, t.rows.data() + t.rows.size());
   }
 
   template <class Ctx>
   static void log_choice(Ctx& c, collective kind, std::size_t bytes, std::uint32_t ran, const tuner::choice& chosen,
                          bool forced) {
+    const tuner::table& table = control_of(c).table();
     std::string line = c.where() + std::string(name) + " runs " + std::string(control::names[ran]) + " for " +
                        std::to_string(bytes) + " bytes";
     if (forced) line += " (forced)";
-    else if (chosen.from) line += " (" + tuner::row_where(control_of(c).table(), static_cast<std::size_t>(chosen.from - control_of(c).table().rows.data())) + "algorithm " + chosen.from->algorithm + ")";
-    else line += " (no row: " + control_of(c).selection().how() + "; the fallback)";
-    if (ran != chosen.candidate) line += ", as " + std::string(control::names[chosen.candidate]) + " has no " + std::string(name_of(kind));
+    else if (chosen.from && in_rows(table, chosen.from))
+      line += " (" + tuner::row_where(table, static_cast<std::size_t>(chosen.from - table.rows.data())) + "algorithm " +
+              chosen.from->algorithm + ")";
+    else if (chosen.from)
+      line += " (a row made for this layout: " + chosen.from->reason + ")";  // interpolated or predicted
+    else line += " (no row: " + control_of(c).selection().how() + ")";
+    if (ran != chosen.candidate)
+      line += ", as " + std::string(control::names[chosen.candidate]) + " has no " + std::string(name_of(kind));
     log(log_level::debug, c.rank(), line);
   }
 };

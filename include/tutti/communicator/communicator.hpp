@@ -248,8 +248,8 @@ class communicator {
     return const_tensor_view(std::span(std::ranges::data(r), std::ranges::size(r)));
   }
 
-  //! All the fusion engine may do with this communicator (fusion/port.hpp): the engine sits below
-  //! the communicator and never sees it.
+  //! All the fusion engine may do with this communicator (fusion/port.hpp; the algorithm's control for
+  //! joint tuning: fusion/joint.hpp): the engine sits below the communicator and never sees it.
   class fusion_port {
    public:
     using transport_type = typename communicator::transport_type;
@@ -258,14 +258,13 @@ class communicator {
     [[nodiscard]] int rank() const noexcept { return c_->rank(); }
     [[nodiscard]] int size() const noexcept { return c_->size(); }
     [[nodiscard]] transport_type& transport() const noexcept { return *c_->transport_; }
+    [[nodiscard]] auto& algorithm_control() const requires requires(communicator& c) { c.algorithm_control(); }
+    { return c_->algorithm_control(); }
     //! The engine's collectives: the same checked allreduce, numbered in the engine's own sequence,
     //! its phases recorded into `phases` (the engine's timeline) while it runs.
     void fused_allreduce(const_tensor_view in, tensor_view out, op o, error_feedback* fb,
                          algorithm::phase_log* phases) const {
-      struct recording {
-        communicator* c;
-        ~recording() { c->phase_log_ = nullptr; }
-      } scope{c_};
+      struct recording { communicator* c; ~recording() { c->phase_log_ = nullptr; } } scope{c_};
       c_->phase_log_ = phases;
       c_->allreduce_checked(in, out, o, fb);
     }

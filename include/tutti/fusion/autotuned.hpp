@@ -11,6 +11,13 @@
 //! slow). After TUTTI_AUTOTUNE_MAX_SAMPLES the best point by the model's posterior mean is kept for
 //! good. New parameters travel in the coordinator's next response, so every rank applies them at
 //! the same round, between collectives. TUTTI_AUTOTUNE_LOG=file.csv gets one row per sample.
+//!
+//! Joint tuning: over a communicator whose algorithm has a run-time control (algorithm::tuned<A...>,
+//! fusion/joint.hpp) the search gains a third, categorical dimension: which algorithm runs the
+//! engine's collectives — level 0 the algorithm's own per-call choice (tuned's table), level k its
+//! k-th candidate with an allreduce. TUTTI_AUTOTUNE_ALGORITHM=0 leaves it out. The levels are
+//! unordered (bayesian_options::unordered_levels): one GP over all samples, where a level's score
+//! informs the others as far as the fitted length scale says they behave alike.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -25,9 +32,11 @@
 
 #include "tutti/core/config.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/log.hpp"
 #include "tutti/fusion/bayesian_optimizer.hpp"
 #include "tutti/fusion/concepts.hpp"
 #include "tutti/fusion/autotune_interface.hpp"
+#include "tutti/fusion/joint.hpp"
 
 namespace tutti::fusion {
 
@@ -55,6 +64,14 @@ struct fusion_search_space {
     const double x1 = std::clamp(std::chrono::duration<double, std::milli>(p.cycle_time).count() / max_cycle_ms, 0.0, 1.0);
     return {x0, x1};
   }
+  //! Joint tuning's third coordinate: the level (0 .. levels - 1) that x falls in, and back (its centre).
+  [[nodiscard]] static std::size_t level_at(double x, std::size_t levels) {
+    const auto n = static_cast<double>(levels);
+    return static_cast<std::size_t>(std::clamp(std::floor(x * n), 0.0, n - 1));
+  }
+  [[nodiscard]] static double level_of(std::size_t level, std::size_t levels) {
+    return (static_cast<double>(level) + 0.5) / static_cast<double>(levels);
+  }
 };
 
 //! The autotuner's knobs, from TUTTI_AUTOTUNE_* variables.
@@ -64,6 +81,7 @@ struct autotune_settings {
   std::size_t max_samples = 24;      //!< TUTTI_AUTOTUNE_MAX_SAMPLES: scored samples before settling
   std::string log_path;              //!< TUTTI_AUTOTUNE_LOG: a CSV row per sample
   std::uint64_t seed = 1;            //!< TUTTI_AUTOTUNE_SEED
+  bool algorithm = true;             //!< TUTTI_AUTOTUNE_ALGORITHM: joint tuning, where the algorithm has a control
 
   [[nodiscard]] static autotune_settings from_env() {
     autotune_settings s;
@@ -72,6 +90,7 @@ struct autotune_settings {
     s.max_samples = static_cast<std::size_t>(config::integer("TUTTI_AUTOTUNE_MAX_SAMPLES", 24, 1, 10000));
     s.log_path = config::raw("TUTTI_AUTOTUNE_LOG").value_or("");
     s.seed = static_cast<std::uint64_t>(config::integer("TUTTI_AUTOTUNE_SEED", 1, 0, INT64_MAX));
+    s.algorithm = config::flag("TUTTI_AUTOTUNE_ALGORITHM", true);
     return s;
   }
 };
@@ -79,19 +98,29 @@ struct autotune_settings {
 //! The tuner fusion::autotuned gives the engine (rank 0 only).
 class bayesian_tuner final : public tuner {
  public:
-  bayesian_tuner(const parameters& initial, autotune_settings s, std::string codec, std::string algorithm)
+  //! `choices`: the candidates joint tuning may run the engine's collectives with (joint.hpp);
+  //! fewer than two, or TUTTI_AUTOTUNE_ALGORITHM=0, and the algorithm is not tuned.
+  bayesian_tuner(const parameters& initial, autotune_settings s, std::string codec, std::string algorithm,
+                 std::vector<algorithm_choice> choices = {})
       : settings_(std::move(s)),
-        optimizer_({0, 0}, bayesian_options{.initial_samples = 5, .candidates = 2000, .xi = 0.01, .noise = 1e-3, .seed = settings_.seed}),
+        choices_(settings_.algorithm && choices.size() >= 2 ? std::move(choices) : std::vector<algorithm_choice>{}),
+        optimizer_(choices_.empty() ? std::vector<std::size_t>{0, 0} : std::vector<std::size_t>{0, 0, levels()},
+                   bayesian_options{.initial_samples = 5, .candidates = 2000, .xi = 0.01, .noise = 1e-3,
+                                    .seed = settings_.seed, .unordered_levels = true}),
         current_(initial),
-        x_(fusion_search_space::of(initial)),
+        x_(point_of(initial)),
         codec_(std::move(codec)),
-        // A composed algorithm's name has a comma ("hierarchical<direct, ring>"): one CSV field, quoted.
-        algorithm_(algorithm.find(',') == std::string::npos ? std::move(algorithm) : '"' + algorithm + '"') {
+        algorithm_(std::move(algorithm)) {
     if (!settings_.log_path.empty()) {
       log_ = std::fopen(settings_.log_path.c_str(), "w");
       if (!log_) throw invalid_argument("TUTTI_AUTOTUNE_LOG=" + settings_.log_path + ": cannot open it for writing");
       std::fputs("sample,threshold_bytes,cycle_us,codec,algorithm,score_bytes_per_s,warmup,best_score_bytes_per_s\n", log_);
       std::fflush(log_);
+    }
+    if (!choices_.empty()) {
+      std::string names = algorithm_ + " (its own choice)";
+      for (const auto& c : choices_) names += ", " + std::string(c.name);
+      log(log_level::info, 0, "autotune: the engine's collectives' algorithm is tuned too, among " + names);
     }
   }
   ~bayesian_tuner() override {
@@ -130,26 +159,60 @@ class bayesian_tuner final : public tuner {
     } else {
       x_ = optimizer_.next();
     }
-    current_ = fusion_search_space::at(x_);
+    current_ = parameters_at(x_);
     return current_;
   }
 
   [[nodiscard]] bool settled() const noexcept { return settled_; }
 
  private:
+  //! Joint tuning's levels: the algorithm's own choice, then each candidate.
+  [[nodiscard]] std::size_t levels() const noexcept { return choices_.size() + 1; }
+
+  [[nodiscard]] parameters parameters_at(const std::vector<double>& x) const {
+    parameters p = fusion_search_space::at(x);
+    if (!choices_.empty()) {
+      const std::size_t level = fusion_search_space::level_at(x[2], levels());
+      p.algorithm = level == 0 ? 0 : choices_[level - 1].candidate + 1;
+    }
+    return p;
+  }
+  [[nodiscard]] std::vector<double> point_of(const parameters& p) const {
+    auto x = fusion_search_space::of(p);
+    if (!choices_.empty()) {
+      std::size_t level = 0;
+      for (std::size_t k = 0; k < choices_.size(); ++k)
+        if (choices_[k].candidate + 1 == p.algorithm) level = k + 1;
+      x.push_back(fusion_search_space::level_of(level, levels()));
+    }
+    return x;
+  }
+
+  //! A composed algorithm's name has a comma ("hierarchical<direct, ring>"): one CSV field, quoted.
+  static std::string csv_field(std::string name) {
+    return name.find(',') == std::string::npos ? name : '"' + name + '"';
+  }
+  //! The log's algorithm column: the communicator's algorithm, or the candidate joint tuning forced.
+  [[nodiscard]] std::string algorithm_column() const {
+    for (const auto& c : choices_)
+      if (c.candidate + 1 == current_.algorithm) return csv_field(std::string(c.name));
+    return csv_field(algorithm_);
+  }
+
   void write_row(double score, bool warmup) {
     if (!log_) return;
     std::fprintf(log_, "%zu,%zu,%lld,%s,%s,%.6g,%d,%.6g\n", taken_, current_.threshold_bytes,
-                 static_cast<long long>(current_.cycle_time.count()), codec_.c_str(), algorithm_.c_str(), score,
-                 warmup ? 1 : 0, best_);
+                 static_cast<long long>(current_.cycle_time.count()), codec_.c_str(), algorithm_column().c_str(),
+                 score, warmup ? 1 : 0, best_);
     std::fflush(log_);
   }
 
   autotune_settings settings_;
+  std::vector<algorithm_choice> choices_;  //!< empty: the algorithm is not tuned
   bayesian_optimizer optimizer_;
   parameters current_;
   std::vector<double> x_;
-  std::string codec_, algorithm_;
+  std::string codec_, algorithm_;  //!< the communicator's policies' names
   std::FILE* log_ = nullptr;
   bool window_open_ = false, settled_ = false;
   clock::time_point window_start_{};
@@ -167,9 +230,10 @@ struct autotuned {
   static constexpr std::chrono::microseconds cycle_time{InitialCycleMicroseconds};
   static constexpr bool autotune = true;
 
-  static std::unique_ptr<tuner> make_tuner(const parameters& initial, std::string_view codec, std::string_view algorithm) {
+  static std::unique_ptr<tuner> make_tuner(const parameters& initial, std::string_view codec, std::string_view algorithm,
+                                           const std::vector<algorithm_choice>& choices = {}) {
     return std::make_unique<bayesian_tuner>(initial, autotune_settings::from_env(), std::string(codec),
-                                            std::string(algorithm));
+                                            std::string(algorithm), choices);
   }
 };
 

@@ -26,6 +26,10 @@ struct bayesian_options {
   double noise = 1e-3;  //!< GP observation noise variance (scores are normalised to mean 0, sd 1); the least the
                         //!< fit uses: it may pick 10x or 100x when the likelihood says the scores are noisier
   std::uint64_t seed = 1;
+  //! Categorical dimensions are unordered (which algorithm): two different levels are equally far
+  //! apart, whichever they are, as with a one-hot encoding. Off: levels are ordered (a coarse
+  //! number), and level 0 is nearer level 1 than level 4.
+  bool unordered_levels = false;
 };
 
 namespace detail {
@@ -53,15 +57,21 @@ struct gp_hyper {
   std::vector<double> inverse_length;  //!< 1 / length scale, per dimension (multiplied, not divided, in the kernel)
   double signal = 1.0;                 //!< kernel variance
   double noise = 1e-3;                 //!< observation noise variance
+  //! Per dimension: 1 where the coordinate is an unordered category (bayesian_options::unordered_levels);
+  //! empty when none is. Not fitted: it rides along with the fitted values.
+  std::vector<std::uint8_t> unordered;
 };
 
 //! Matérn 5/2 between two points (columns of d doubles): twice differentiable, so it neither
 //! assumes the analytic smoothness of a squared exponential nor the roughness of Matérn 1/2 —
-//! the usual choice for measured performance (Snoek et al. 2012).
+//! the usual choice for measured performance (Snoek et al. 2012). An unordered categorical
+//! coordinate contributes 0 when the levels are equal and 1 otherwise (times its inverse length):
+//! a one-hot encoding with one length scale shared by its k columns, in one dimension instead of k.
 inline double matern52(const double* a, const double* b, const gp_hyper& h) {
   double r2 = 0;
   for (std::size_t k = 0; k < h.inverse_length.size(); ++k) {
-    const double t = (a[k] - b[k]) * h.inverse_length[k];
+    const double apart = !h.unordered.empty() && h.unordered[k] ? (a[k] == b[k] ? 0.0 : 1.0) : a[k] - b[k];
+    const double t = apart * h.inverse_length[k];
     r2 += t * t;
   }
   const double s = std::sqrt(5.0 * r2);
@@ -104,7 +114,8 @@ inline bool condition(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const 
 //! coordinate at a time (length scales, then signal, then noise; two sweeps) from the best
 //! isotropic length scale: about 90 Choleskys, a few milliseconds at 50 samples and d = 4, where a
 //! gradient optimiser with restarts would cost tens. Deterministic: no random restarts.
-inline gp_model fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, double noise_floor) {
+inline gp_model fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, double noise_floor,
+                    const std::vector<std::uint8_t>& unordered = {}) {
   // Length scales of a unit box: 0.05 resolves a few percent of the range, 5 makes a dimension flat.
   static constexpr double lengths[] = {0.05, 0.1, 0.2, 0.35, 0.6, 1.0, 2.0, 5.0};
   static constexpr double signals[] = {0.25, 0.5, 1.0, 2.0, 4.0};  // scores are normalised: near 1
@@ -112,7 +123,7 @@ inline gp_model fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, double n
   const auto d = static_cast<std::size_t>(x.rows());
 
   gp_model best, trial;
-  gp_hyper h{std::vector<double>(d, 1.0), 1.0, noise_floor};
+  gp_hyper h{std::vector<double>(d, 1.0), 1.0, noise_floor, unordered};
   const auto consider = [&](const gp_hyper& candidate) {
     if (condition(x, y, candidate, trial) && trial.log_likelihood > best.log_likelihood) std::swap(best, trial);
   };
@@ -141,7 +152,7 @@ inline gp_model fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, double n
   }
   if (!std::isfinite(best.log_likelihood)) {
     // Every grid point failed (only with near-duplicate samples and tiny noise): a smooth, noisy GP.
-    h = gp_hyper{std::vector<double>(d, 1.0), 1.0, std::max(noise_floor, 1e-2)};
+    h = gp_hyper{std::vector<double>(d, 1.0), 1.0, std::max(noise_floor, 1e-2), unordered};
     if (!condition(x, y, h, best)) throw error("bayesian_optimizer: the GP covariance is not positive definite");
   }
   return best;
@@ -189,6 +200,8 @@ class bayesian_optimizer {
     if (!(options_.xi >= 0) || !std::isfinite(options_.xi))
       throw invalid_argument("bayesian_optimizer(levels, options) requires a finite options.xi >= 0; got " +
                              detail::show(options_.xi));
+    if (options_.unordered_levels)
+      for (std::size_t levels : levels_) unordered_.push_back(levels ? 1 : 0);
     latin_hypercube(options_.initial_samples);
   }
 
@@ -201,7 +214,7 @@ class bayesian_optimizer {
     }
     const Eigen::MatrixXd x = sample_matrix();
     const Eigen::VectorXd y = normalised_scores();
-    const detail::gp_model m = detail::fit(x, y, options_.noise);
+    const detail::gp_model m = detail::fit(x, y, options_.noise, unordered_);
     // The incumbent is the best posterior mean at a sample, not the best observation: a lucky noisy
     // score would otherwise make every honest candidate look hopeless.
     const Eigen::VectorXd mu_s = detail::mean_at_samples(x, m);
@@ -263,7 +276,7 @@ class bayesian_optimizer {
       best = static_cast<std::size_t>(std::max_element(ys_.begin(), ys_.end()) - ys_.begin());
     } else {
       const Eigen::MatrixXd x = sample_matrix();
-      const detail::gp_model m = detail::fit(x, normalised_scores(), options_.noise);
+      const detail::gp_model m = detail::fit(x, normalised_scores(), options_.noise, unordered_);
       Eigen::Index i = 0;
       detail::mean_at_samples(x, m).maxCoeff(&i);
       best = static_cast<std::size_t>(i);
@@ -353,6 +366,7 @@ class bayesian_optimizer {
   }
 
   std::vector<std::size_t> levels_;
+  std::vector<std::uint8_t> unordered_;  //!< gp_hyper::unordered: empty unless options.unordered_levels
   bayesian_options options_;
   std::mt19937_64 rng_;
   std::vector<std::vector<double>> design_;  //!< the Latin hypercube, handed out by next() in order

@@ -33,6 +33,7 @@
 #include "tutti/fusion/batching.hpp"
 #include "tutti/fusion/channel.hpp"
 #include "tutti/fusion/handle.hpp"
+#include "tutti/fusion/joint.hpp"
 #include "tutti/fusion/negotiation.hpp"
 #include "tutti/fusion/port.hpp"
 #include "tutti/fusion/settings.hpp"
@@ -263,6 +264,9 @@ class engine {
     if (timeline_ && !answer.batches.empty())
       timeline_->span("engine", "NEGOTIATE", start, negotiated,
                       "\"batches\":" + std::to_string(answer.batches.size()));
+    // Joint tuning: rank 0's algorithm choice runs this round's batches on every rank, and is
+    // released before grant() gives a blocking collective its turn (joint.hpp).
+    const forced_algorithm<Port> forced(port_, answer.batches.empty() ? 0 : answer.params.algorithm);
     for (const auto& ids : answer.batches) run_batch(ids, negotiated, bytes, tensors);
   }
 

@@ -33,5 +33,7 @@ concept engine_port = requires(P& p, const P& cp, const_tensor_view in, tensor_v
   //! is then unusable, as after a failed collective.
   p.engine_failed(what);
 };
+// Optionally `p.algorithm_control()`: the run-time control of the communicator's algorithm
+// (algorithm::tuned<...>), for joint tuning — fusion/joint.hpp's choosing_port.
 
 }  // namespace tutti::fusion

@@ -21,6 +21,7 @@
 #include "tutti/core/log.hpp"
 #include "tutti/core/message.hpp"
 #include "tutti/core/tags.hpp"
+#include "tutti/fusion/joint.hpp"
 #include "tutti/fusion/settings.hpp"
 #include "tutti/fusion/timeline.hpp"
 #include "tutti/fusion/autotune_interface.hpp"
@@ -61,11 +62,15 @@ void agree_on_settings(Transport& t, const engine_settings& settings, deadline u
 }
 
 //! Rank 0's tuner when TUTTI_AUTOTUNE is on (null elsewhere); refused for a strategy without one.
+//! `choices`: the candidates it may choose among for the engine's collectives (joint.hpp), given to
+//! a strategy whose make_tuner takes them.
 template <class Strategy>
 std::unique_ptr<tuner> make_tuner(const engine_settings& settings, int rank, std::string_view codec,
-                                  std::string_view algorithm) {
+                                  std::string_view algorithm, const std::vector<algorithm_choice>& choices = {}) {
   if (!settings.autotune) return nullptr;
-  if constexpr (requires { Strategy::make_tuner(settings.initial, codec, algorithm); }) {
+  if constexpr (requires { Strategy::make_tuner(settings.initial, codec, algorithm, choices); }) {
+    return rank == 0 ? Strategy::make_tuner(settings.initial, codec, algorithm, choices) : nullptr;
+  } else if constexpr (requires { Strategy::make_tuner(settings.initial, codec, algorithm); }) {
     return rank == 0 ? Strategy::make_tuner(settings.initial, codec, algorithm) : nullptr;
   } else {
     throw invalid_argument(on_rank(rank) + "TUTTI_AUTOTUNE=1 needs the fusion::autotuned strategy "
@@ -80,7 +85,7 @@ std::unique_ptr<Engine> start(Port port, const engine_settings& settings, std::s
                               std::string_view algorithm, std::unique_ptr<timeline> timeline) {
   const int rank = port.rank();
   agree_on_settings(port.transport(), settings, deadline::after(settings.timeout));
-  auto tuner = make_tuner<Strategy>(settings, rank, codec, algorithm);
+  auto tuner = make_tuner<Strategy>(settings, rank, codec, algorithm, algorithm_choices(port));
   auto engine = std::make_unique<Engine>(port, settings, std::move(tuner), std::move(timeline));
   log(log_level::info, rank,
       "fusion engine started: threshold " + std::to_string(settings.initial.threshold_bytes) + " bytes, cycle " +

@@ -43,8 +43,10 @@ class tuned_control {
       selection_ = tuner::compile(*table_, here, candidates_, fallback, static_cast<double>(cores));
     } catch (const invalid_argument& e) {
       if (!built_in) throw;
+      std::string_view why = e.what();
+      if (why.starts_with(table_->source + ": ")) why.remove_prefix(table_->source.size() + 2);
       auto aside = std::make_shared<tuner::table>();
-      aside->source = table_->source + ", set aside: " + e.what();
+      aside->source = table_->source + ", set aside: " + std::string(why);
       table_ = std::move(aside);
       selection_ = tuner::compile(*table_, here, candidates_, fallback, static_cast<double>(cores));
     }

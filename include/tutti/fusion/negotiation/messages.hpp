@@ -42,6 +42,9 @@ struct tensor_meta {
 struct parameters {
   std::size_t threshold_bytes = 0;
   std::chrono::microseconds cycle_time{0};
+  //! Joint tuning (fusion/joint.hpp): 0 lets the communicator's algorithm choose as it does for every
+  //! call (algorithm::tuned: its table); k >= 1 runs candidate k - 1 for the engine's collectives.
+  std::uint32_t algorithm = 0;
   friend bool operator==(const parameters&, const parameters&) = default;
 };
 
@@ -153,6 +156,7 @@ inline std::vector<std::byte> encode(const response& r) {
   negotiation_wire::writer w;
   w.put(r.grant_to).put(static_cast<std::uint8_t>(r.stop)).put(r.lost);
   w.put(static_cast<std::uint64_t>(r.params.threshold_bytes)).put(static_cast<std::int64_t>(r.params.cycle_time.count()));
+  w.put(r.params.algorithm);
   w.put(static_cast<std::uint32_t>(r.assignments.size()));
   for (const auto& a : r.assignments) {
     w.put(a.id).prefixed(a.name);
@@ -177,6 +181,7 @@ inline response decode_response(std::span<const std::byte> bytes) {
     r.lost = in.get<std::int32_t>("the lost rank");
     r.params.threshold_bytes = static_cast<std::size_t>(in.get<std::uint64_t>("the fusion threshold"));
     r.params.cycle_time = std::chrono::microseconds(in.get<std::int64_t>("the cycle time"));
+    r.params.algorithm = in.get<std::uint32_t>("the algorithm choice");
     r.assignments.resize(in.count("the assignment count", wire::unbounded, 4 + 4 + meta_bytes));
     for (auto& a : r.assignments) {
       a.id = in.get<std::uint32_t>("an assigned id");
