@@ -20,6 +20,10 @@
 #include <tutti/algorithm/ring.hpp>
 #include <tutti/algorithm/tree.hpp>
 #include <tutti/algorithm/tuned.hpp>
+#include <tutti/codec/float16.hpp>
+#include <tutti/codec/topk.hpp>
+#include <tutti/testing/compressed_conformance.hpp>
+#include <tutti/testing/feedback_conformance.hpp>
 #include <tutti/testing/conformance.hpp>
 #include <tutti/testing/fork_world.hpp>
 #include <tutti/testing/inproc_world.hpp>
@@ -38,8 +42,16 @@ using processes = fork_world<alg::tuned<alg::ring, alg::direct, alg::halving_dou
 using nodes = node_aware_world<alg::tuned<alg::ring, alg::hierarchical<alg::direct, alg::ring>, alg::halving_doubling>,
                                blocked_nodes<2>>;
 
+// Codecs: every candidate carries them (tree does not, so it is left out), and the results must not
+// depend on which one ran.
+using lossy_processes = fork_world<alg::tuned<alg::ring, alg::direct, alg::halving_doubling>, one_node, tutti::codec::fp16>;
+using lossy_threads = inproc_world<alg::tuned<alg::ring, alg::halving_doubling>, one_node, tutti::codec::bf16>;
+using feedback_threads = inproc_world<alg::tuned<alg::ring, alg::halving_doubling>, one_node, tutti::codec::topk>;
+
 // Every tuned<...> of this file reads its switching table (support/tuned_tables.hpp).
-const bool served = serve_switching_table<threads>() && serve_switching_table<processes>() && serve_switching_table<nodes>();
+const bool served = serve_switching_table<threads>() && serve_switching_table<processes>() &&
+                    serve_switching_table<nodes>() && serve_switching_table<lossy_processes>() &&
+                    serve_switching_table<lossy_threads>();
 
 static_assert(threads_tuned::name == "tuned<ring, halving_doubling, tree>");
 static_assert(!threads_tuned::checks_arguments<tutti::transport::inproc>);  // the communicator checks
@@ -56,6 +68,8 @@ TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, threads, processes, nodes);
 TEST_CASE_TEMPLATE_INVOKE(reduce_conformance, threads, processes, nodes);
 TEST_CASE_TEMPLATE_INVOKE(alltoall_conformance, threads, processes, nodes);
 TEST_CASE_TEMPLATE_INVOKE(barrier_conformance, threads, processes, nodes);
+TEST_CASE_TEMPLATE_INVOKE(compressed_allreduce_conformance, lossy_processes, lossy_threads);
+TEST_CASE_TEMPLATE_INVOKE(feedback_allreduce_conformance, feedback_threads);
 
 namespace {
 //! The candidate index of `algorithm` in Tuned.
