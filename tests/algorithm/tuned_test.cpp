@@ -12,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <tutti/algorithm/direct.hpp>
@@ -264,6 +265,53 @@ TEST_CASE("both communicator constructors call an algorithm's prepare once, coll
   fork_world<prepared>::run(2, [](auto& comm) {  // made owning its transport
     if (prepared::calls != 1) throw std::runtime_error("prepare ran " + std::to_string(prepared::calls) + " times");
     comm.barrier();
+  });
+}
+
+namespace {
+//! A candidate that records the direct.one_shot_bytes its context hands it, then runs ring.
+struct probe {
+  using tutti_role = tutti::role::algorithm;
+  static constexpr std::string_view name = "probe";
+  static inline thread_local std::size_t seen = 0;
+  template <class Ctx>
+  static void allreduce(Ctx& c, const void* in, void* out, std::size_t n, tutti::dtype t, tutti::op o) {
+    seen = c.template tuning<tutti::tuner::direct_tuning>().one_shot_bytes;
+    alg::ring::allreduce(c, in, out, n, t, o);
+  }
+};
+using probed = inproc_world<alg::tuned<alg::ring, probe>>;
+}  // namespace
+
+TEST_CASE("a row's tuning values reach the candidate for that call; force's overrides too") {
+  auto t = std::make_shared<tutti::tuner::table>();
+  t->source = "probe table";
+  for (const auto& [lo, hi, algorithm, value] :
+       {std::tuple{0ull, 99ull, "probe", 12345ull}, std::tuple{100ull, ~0ull, "probe", 0ull}}) {
+    tutti::tuner::row r;
+    r.where = {2, 1, 2};
+    r.min_bytes = lo;
+    r.max_bytes = hi;
+    r.algorithm = algorithm;
+    if (value) r.tuning.push_back({"direct.one_shot_bytes", value});
+    t->rows.push_back(r);
+  }
+  tuned_source_scope serve([&](int, std::string_view) -> std::shared_ptr<const tutti::tuner::table> { return t; });
+  probed::run(2, [](probed::communicator_type& comm) {
+    std::vector<float> small(4, 1.0f), large(100, 1.0f);
+    comm.allreduce(small, tutti::op::sum);
+    if (probe::seen != 12345) throw std::runtime_error("the row's value did not reach the candidate");
+    comm.allreduce(large, tutti::op::sum);  // a row without values: the defaults
+    if (probe::seen != tutti::tuner::defaults<tutti::tuner::direct_tuning>.one_shot_bytes)
+      throw std::runtime_error("the defaults did not come back");
+    tutti::tuner::overrides chosen;
+    tutti::tuner::direct_tuning d;
+    d.one_shot_bytes = 777;
+    chosen.set(d);
+    comm.algorithm_control().force(1, &chosen);
+    comm.allreduce(large, tutti::op::sum);
+    if (probe::seen != 777) throw std::runtime_error("force's overrides did not reach the candidate");
+    comm.algorithm_control().release();
   });
 }
 
