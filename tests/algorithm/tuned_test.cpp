@@ -342,6 +342,27 @@ struct table_file {
   }
   ~table_file() { std::remove(path.c_str()); }
 };
+
+//! Forks `world` ranks over shm, rank r with TUTTI_TUNING_FILE=file(r) (unset when empty): every
+//! rank's communicator must refuse to be made with an Error whose message contains want(r).
+template <class Error, class File, class Want>
+void refused_on_every_rank(int world, File file, Want want, const std::string& scenario) {
+  auto results = fork_ranks(world, [&](tutti::rank_info info) {
+    tutti::algorithm::tuned_table::testing_source() = nullptr;  // this child reads the file
+    const std::string path = file(info.rank);
+    if (path.empty()) ::unsetenv("TUTTI_TUNING_FILE");
+    else ::setenv("TUTTI_TUNING_FILE", path.c_str(), 1);
+    try {
+      processes::communicator_type comm(std::make_unique<tutti::transport::shm>(info));
+    } catch (const Error& e) {
+      if (std::string(e.what()).find(want(info.rank)) == std::string::npos)
+        throw std::runtime_error(std::string("unexpected message: ") + e.what());
+      return;
+    }
+    throw std::runtime_error(scenario + ": the communicator was made");
+  });
+  throw_if_any_failed(results, scenario);
+}
 }  // namespace
 
 TEST_CASE("TUTTI_TUNING_FILE is read, and ranks given different files are refused naming both") {
@@ -368,40 +389,18 @@ TEST_CASE("TUTTI_TUNING_FILE is read, and ranks given different files are refuse
       throw std::runtime_error("the file's row did not choose");
   });
   throw_if_any_failed(same, "one file");
-  auto differ = fork_ranks(2, [&](tutti::rank_info info) {
-    tutti::algorithm::tuned_table::testing_source() = nullptr;
-    ::setenv("TUTTI_TUNING_FILE", info.rank == 0 ? a.path.c_str() : b.path.c_str(), 1);
-    try {
-      comm_type comm(std::make_unique<tutti::transport::shm>(info));
-    } catch (const tutti::mismatch& e) {
-      const std::string want = "rank 0 has table " + ha + " (" + a.path + "), rank 1 has table " + hb + " (" + b.path + ")";
-      if (std::string(e.what()).find(want) == std::string::npos)
-        throw std::runtime_error(std::string("unexpected message: ") + e.what());
-      return;
-    }
-    throw std::runtime_error("different files accepted");
-  });
-  throw_if_any_failed(differ, "two files");
+  refused_on_every_rank<tutti::mismatch>(
+      2, [&](int rank) { return rank == 0 ? a.path : b.path; },
+      [&](int) { return "rank 0 has table " + ha + " (" + a.path + "), rank 1 has table " + hb + " (" + b.path + ")"; },
+      "two files");
 }
 
 TEST_CASE("a rank that cannot read its TUTTI_TUNING_FILE fails every rank at once, named, instead of a wait") {
   const std::string missing = "/tmp/missing-" + unique_job_id("tuned") + ".json";
-  auto results = fork_ranks(3, [&](tutti::rank_info info) {
-    tutti::algorithm::tuned_table::testing_source() = nullptr;
-    if (info.rank == 1) ::setenv("TUTTI_TUNING_FILE", missing.c_str(), 1);
-    else ::unsetenv("TUTTI_TUNING_FILE");
-    try {
-      processes::communicator_type comm(std::make_unique<tutti::transport::shm>(info));
-    } catch (const tutti::invalid_argument& e) {
-      const std::string want = info.rank == 1 ? "cannot read tuning table '" + missing + "'"
-                                              : "rank 1 could not read its tuning table: cannot read tuning table '" + missing + "'";
-      if (std::string(e.what()).find(want) == std::string::npos)
-        throw std::runtime_error(std::string("unexpected message: ") + e.what());
-      return;
-    }
-    throw std::runtime_error("a rank without a table was accepted");
-  });
-  throw_if_any_failed(results, "missing file");
+  const std::string error = "cannot read tuning table '" + missing + "'";
+  refused_on_every_rank<tutti::invalid_argument>(
+      3, [&](int rank) { return rank == 1 ? missing : std::string(); },
+      [&](int rank) { return rank == 1 ? error : "rank 1 could not read its tuning table: " + error; }, "missing file");
 }
 
 TEST_CASE("a bad TUTTI_TUNING_FILE is refused with its row and line when the communicator is made") {
@@ -409,21 +408,13 @@ TEST_CASE("a bad TUTTI_TUNING_FILE is refused with its row and line when the com
   std::ofstream(path) << R"({"format": "tutti-tuning-table", "version": 1, "rows": [
   {"collective": "allreduce", "dtype_class": "float", "min_bytes": 0, "max_bytes": "inf", "world": 2, "nodes": 1, "ranks_per_node": 2, "algorithm": "no_such"}
 ]})";
-  auto results = fork_ranks(2, [&](tutti::rank_info info) {
-    tutti::algorithm::tuned_table::testing_source() = nullptr;
-    ::setenv("TUTTI_TUNING_FILE", path.c_str(), 1);
-    try {
-      processes::communicator_type comm(std::make_unique<tutti::transport::shm>(info));
-    } catch (const tutti::invalid_argument& e) {
-      const std::string want = path + ": row 1 (line 2): algorithm 'no_such' is not compiled into this tuned<";
-      if (std::string(e.what()).find(want) == std::string::npos)
-        throw std::runtime_error(std::string("unexpected message: ") + e.what());
-      return;
-    }
-    throw std::runtime_error("a row naming no candidate was accepted");
-  });
-  std::remove(path.c_str());
-  throw_if_any_failed(results, "bad file");
+  struct removed {
+    const std::string& path;
+    ~removed() { std::remove(path.c_str()); }
+  } when_done{path};
+  refused_on_every_rank<tutti::invalid_argument>(
+      2, [&](int) { return path; },
+      [&](int) { return path + ": row 1 (line 2): algorithm 'no_such' is not compiled into this tuned<"; }, "bad file");
 }
 
 TEST_CASE("the built-in table's rows choose for a tuned<...> that has their candidates") {
