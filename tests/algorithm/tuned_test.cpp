@@ -315,6 +315,22 @@ TEST_CASE("a row's tuning values reach the candidate for that call; force's over
   });
 }
 
+TEST_CASE("tuned inside a composition has no table, and says so on every rank") {
+  using nested = inproc_world<alg::hierarchical<alg::tuned<alg::ring>, alg::ring>, blocked_nodes<2>>;
+  nested::run(4, [](nested::communicator_type& comm) {
+    std::vector<float> v(8, 1.0f);
+    try {
+      comm.allreduce(v, tutti::op::sum);
+    } catch (const tutti::invalid_argument& e) {
+      if (std::string(e.what()).find("tuned<ring> has no table here: it runs as a communicator's algorithm") ==
+          std::string::npos)
+        throw std::runtime_error(std::string("unexpected message: ") + e.what());
+      return;
+    }
+    throw std::runtime_error("tuned ran inside hierarchical");
+  });
+}
+
 TEST_CASE("the built-in table is set aside, not refused, by a tuned<...> it names no candidate of") {
   tuned_source_scope files(nullptr);  // no testing source: TUTTI_TUNING_FILE, else the built-in table
   REQUIRE(std::getenv("TUTTI_TUNING_FILE") == nullptr);
