@@ -12,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <tutti/algorithm/direct.hpp>
@@ -20,6 +21,10 @@
 #include <tutti/algorithm/ring.hpp>
 #include <tutti/algorithm/tree.hpp>
 #include <tutti/algorithm/tuned.hpp>
+#include <tutti/codec/float16.hpp>
+#include <tutti/codec/topk.hpp>
+#include <tutti/testing/compressed_conformance.hpp>
+#include <tutti/testing/feedback_conformance.hpp>
 #include <tutti/testing/conformance.hpp>
 #include <tutti/testing/fork_world.hpp>
 #include <tutti/testing/inproc_world.hpp>
@@ -38,8 +43,16 @@ using processes = fork_world<alg::tuned<alg::ring, alg::direct, alg::halving_dou
 using nodes = node_aware_world<alg::tuned<alg::ring, alg::hierarchical<alg::direct, alg::ring>, alg::halving_doubling>,
                                blocked_nodes<2>>;
 
+// Codecs: every candidate carries them (tree does not, so it is left out), and the results must not
+// depend on which one ran.
+using lossy_processes = fork_world<alg::tuned<alg::ring, alg::direct, alg::halving_doubling>, one_node, tutti::codec::fp16>;
+using lossy_threads = inproc_world<alg::tuned<alg::ring, alg::halving_doubling>, one_node, tutti::codec::bf16>;
+using feedback_threads = inproc_world<alg::tuned<alg::ring, alg::halving_doubling>, one_node, tutti::codec::topk>;
+
 // Every tuned<...> of this file reads its switching table (support/tuned_tables.hpp).
-const bool served = serve_switching_table<threads>() && serve_switching_table<processes>() && serve_switching_table<nodes>();
+const bool served = serve_switching_table<threads>() && serve_switching_table<processes>() &&
+                    serve_switching_table<nodes>() && serve_switching_table<lossy_processes>() &&
+                    serve_switching_table<lossy_threads>();
 
 static_assert(threads_tuned::name == "tuned<ring, halving_doubling, tree>");
 static_assert(!threads_tuned::checks_arguments<tutti::transport::inproc>);  // the communicator checks
@@ -56,6 +69,8 @@ TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, threads, processes, nodes);
 TEST_CASE_TEMPLATE_INVOKE(reduce_conformance, threads, processes, nodes);
 TEST_CASE_TEMPLATE_INVOKE(alltoall_conformance, threads, processes, nodes);
 TEST_CASE_TEMPLATE_INVOKE(barrier_conformance, threads, processes, nodes);
+TEST_CASE_TEMPLATE_INVOKE(compressed_allreduce_conformance, lossy_processes, lossy_threads);
+TEST_CASE_TEMPLATE_INVOKE(feedback_allreduce_conformance, feedback_threads);
 
 namespace {
 //! The candidate index of `algorithm` in Tuned.
@@ -253,6 +268,69 @@ TEST_CASE("both communicator constructors call an algorithm's prepare once, coll
   });
 }
 
+namespace {
+//! A candidate that records the direct.one_shot_bytes its context hands it, then runs ring.
+struct probe {
+  using tutti_role = tutti::role::algorithm;
+  static constexpr std::string_view name = "probe";
+  static inline thread_local std::size_t seen = 0;
+  template <class Ctx>
+  static void allreduce(Ctx& c, const void* in, void* out, std::size_t n, tutti::dtype t, tutti::op o) {
+    seen = c.template tuning<tutti::tuner::direct_tuning>().one_shot_bytes;
+    alg::ring::allreduce(c, in, out, n, t, o);
+  }
+};
+using probed = inproc_world<alg::tuned<alg::ring, probe>>;
+}  // namespace
+
+TEST_CASE("a row's tuning values reach the candidate for that call; force's overrides too") {
+  auto t = std::make_shared<tutti::tuner::table>();
+  t->source = "probe table";
+  for (const auto& [lo, hi, algorithm, value] :
+       {std::tuple{0ull, 99ull, "probe", 12345ull}, std::tuple{100ull, ~0ull, "probe", 0ull}}) {
+    tutti::tuner::row r;
+    r.where = {2, 1, 2};
+    r.min_bytes = lo;
+    r.max_bytes = hi;
+    r.algorithm = algorithm;
+    if (value) r.tuning.push_back({"direct.one_shot_bytes", value});
+    t->rows.push_back(r);
+  }
+  tuned_source_scope serve([&](int, std::string_view) -> std::shared_ptr<const tutti::tuner::table> { return t; });
+  probed::run(2, [](probed::communicator_type& comm) {
+    std::vector<float> small(4, 1.0f), large(100, 1.0f);
+    comm.allreduce(small, tutti::op::sum);
+    if (probe::seen != 12345) throw std::runtime_error("the row's value did not reach the candidate");
+    comm.allreduce(large, tutti::op::sum);  // a row without values: the defaults
+    if (probe::seen != tutti::tuner::defaults<tutti::tuner::direct_tuning>.one_shot_bytes)
+      throw std::runtime_error("the defaults did not come back");
+    tutti::tuner::overrides chosen;
+    tutti::tuner::direct_tuning d;
+    d.one_shot_bytes = 777;
+    chosen.set(d);
+    comm.algorithm_control().force(1, &chosen);
+    comm.allreduce(large, tutti::op::sum);
+    if (probe::seen != 777) throw std::runtime_error("force's overrides did not reach the candidate");
+    comm.algorithm_control().release();
+  });
+}
+
+TEST_CASE("tuned inside a composition has no table, and says so on every rank") {
+  using nested = inproc_world<alg::hierarchical<alg::tuned<alg::ring>, alg::ring>, blocked_nodes<2>>;
+  nested::run(4, [](nested::communicator_type& comm) {
+    std::vector<float> v(8, 1.0f);
+    try {
+      comm.allreduce(v, tutti::op::sum);
+    } catch (const tutti::invalid_argument& e) {
+      if (std::string(e.what()).find("tuned<ring> has no table here: it runs as a communicator's algorithm") ==
+          std::string::npos)
+        throw std::runtime_error(std::string("unexpected message: ") + e.what());
+      return;
+    }
+    throw std::runtime_error("tuned ran inside hierarchical");
+  });
+}
+
 TEST_CASE("the built-in table is set aside, not refused, by a tuned<...> it names no candidate of") {
   tuned_source_scope files(nullptr);  // no testing source: TUTTI_TUNING_FILE, else the built-in table
   REQUIRE(std::getenv("TUTTI_TUNING_FILE") == nullptr);
@@ -280,6 +358,27 @@ struct table_file {
   }
   ~table_file() { std::remove(path.c_str()); }
 };
+
+//! Forks `world` ranks over shm, rank r with TUTTI_TUNING_FILE=file(r) (unset when empty): every
+//! rank's communicator must refuse to be made with an Error whose message contains want(r).
+template <class Error, class File, class Want>
+void refused_on_every_rank(int world, File file, Want want, const std::string& scenario) {
+  auto results = fork_ranks(world, [&](tutti::rank_info info) {
+    tutti::algorithm::tuned_table::testing_source() = nullptr;  // this child reads the file
+    const std::string path = file(info.rank);
+    if (path.empty()) ::unsetenv("TUTTI_TUNING_FILE");
+    else ::setenv("TUTTI_TUNING_FILE", path.c_str(), 1);
+    try {
+      processes::communicator_type comm(std::make_unique<tutti::transport::shm>(info));
+    } catch (const Error& e) {
+      if (std::string(e.what()).find(want(info.rank)) == std::string::npos)
+        throw std::runtime_error(std::string("unexpected message: ") + e.what());
+      return;
+    }
+    throw std::runtime_error(scenario + ": the communicator was made");
+  });
+  throw_if_any_failed(results, scenario);
+}
 }  // namespace
 
 TEST_CASE("TUTTI_TUNING_FILE is read, and ranks given different files are refused naming both") {
@@ -306,40 +405,18 @@ TEST_CASE("TUTTI_TUNING_FILE is read, and ranks given different files are refuse
       throw std::runtime_error("the file's row did not choose");
   });
   throw_if_any_failed(same, "one file");
-  auto differ = fork_ranks(2, [&](tutti::rank_info info) {
-    tutti::algorithm::tuned_table::testing_source() = nullptr;
-    ::setenv("TUTTI_TUNING_FILE", info.rank == 0 ? a.path.c_str() : b.path.c_str(), 1);
-    try {
-      comm_type comm(std::make_unique<tutti::transport::shm>(info));
-    } catch (const tutti::mismatch& e) {
-      const std::string want = "rank 0 has table " + ha + " (" + a.path + "), rank 1 has table " + hb + " (" + b.path + ")";
-      if (std::string(e.what()).find(want) == std::string::npos)
-        throw std::runtime_error(std::string("unexpected message: ") + e.what());
-      return;
-    }
-    throw std::runtime_error("different files accepted");
-  });
-  throw_if_any_failed(differ, "two files");
+  refused_on_every_rank<tutti::mismatch>(
+      2, [&](int rank) { return rank == 0 ? a.path : b.path; },
+      [&](int) { return "rank 0 has table " + ha + " (" + a.path + "), rank 1 has table " + hb + " (" + b.path + ")"; },
+      "two files");
 }
 
 TEST_CASE("a rank that cannot read its TUTTI_TUNING_FILE fails every rank at once, named, instead of a wait") {
   const std::string missing = "/tmp/missing-" + unique_job_id("tuned") + ".json";
-  auto results = fork_ranks(3, [&](tutti::rank_info info) {
-    tutti::algorithm::tuned_table::testing_source() = nullptr;
-    if (info.rank == 1) ::setenv("TUTTI_TUNING_FILE", missing.c_str(), 1);
-    else ::unsetenv("TUTTI_TUNING_FILE");
-    try {
-      processes::communicator_type comm(std::make_unique<tutti::transport::shm>(info));
-    } catch (const tutti::invalid_argument& e) {
-      const std::string want = info.rank == 1 ? "cannot read tuning table '" + missing + "'"
-                                              : "rank 1 could not read its tuning table: cannot read tuning table '" + missing + "'";
-      if (std::string(e.what()).find(want) == std::string::npos)
-        throw std::runtime_error(std::string("unexpected message: ") + e.what());
-      return;
-    }
-    throw std::runtime_error("a rank without a table was accepted");
-  });
-  throw_if_any_failed(results, "missing file");
+  const std::string error = "cannot read tuning table '" + missing + "'";
+  refused_on_every_rank<tutti::invalid_argument>(
+      3, [&](int rank) { return rank == 1 ? missing : std::string(); },
+      [&](int rank) { return rank == 1 ? error : "rank 1 could not read its tuning table: " + error; }, "missing file");
 }
 
 TEST_CASE("a bad TUTTI_TUNING_FILE is refused with its row and line when the communicator is made") {
@@ -347,21 +424,13 @@ TEST_CASE("a bad TUTTI_TUNING_FILE is refused with its row and line when the com
   std::ofstream(path) << R"({"format": "tutti-tuning-table", "version": 1, "rows": [
   {"collective": "allreduce", "dtype_class": "float", "min_bytes": 0, "max_bytes": "inf", "world": 2, "nodes": 1, "ranks_per_node": 2, "algorithm": "no_such"}
 ]})";
-  auto results = fork_ranks(2, [&](tutti::rank_info info) {
-    tutti::algorithm::tuned_table::testing_source() = nullptr;
-    ::setenv("TUTTI_TUNING_FILE", path.c_str(), 1);
-    try {
-      processes::communicator_type comm(std::make_unique<tutti::transport::shm>(info));
-    } catch (const tutti::invalid_argument& e) {
-      const std::string want = path + ": row 1 (line 2): algorithm 'no_such' is not compiled into this tuned<";
-      if (std::string(e.what()).find(want) == std::string::npos)
-        throw std::runtime_error(std::string("unexpected message: ") + e.what());
-      return;
-    }
-    throw std::runtime_error("a row naming no candidate was accepted");
-  });
-  std::remove(path.c_str());
-  throw_if_any_failed(results, "bad file");
+  struct removed {
+    const std::string& path;
+    ~removed() { std::remove(path.c_str()); }
+  } when_done{path};
+  refused_on_every_rank<tutti::invalid_argument>(
+      2, [&](int) { return path; },
+      [&](int) { return path + ": row 1 (line 2): algorithm 'no_such' is not compiled into this tuned<"; }, "bad file");
 }
 
 TEST_CASE("the built-in table's rows choose for a tuned<...> that has their candidates") {

@@ -119,14 +119,15 @@ struct tuned {
     (prepare_candidate<A>(c), ...);
     std::shared_ptr<const tuner::table> table;
     tuned_table::reading mine;
+    bool built_in = false;
     try {
       table = tuned_table::load(c.rank(), name);
+      built_in = table == tuned_table::built_in();
       mine = {tuned_table::hash_of(*table), table->source, {}};
     } catch (const invalid_argument& e) {
       mine.error = e.what();  // told to every rank in agree(), so none waits for this one
     }
     const unsigned cores = tuned_table::agree(c, name, mine);
-    const bool built_in = table == tuned_table::built_in();
     const std::uint64_t hash = mine.hash;
     const tuner::layout here = layout_of(c);
     control& made = c.template state<control>([&] {

@@ -56,9 +56,10 @@ namespace tutti::algorithm::tuned_table {
   return parsed;
 }
 
-//! Where a table comes from instead, in tests: (rank, the tuned<...>'s name) -> table. Set it
-//! before the communicators are made; an empty function means the files above. Threads of one test
-//! process may so give their ranks different tables, and each tuned<...> its own candidates' rows.
+//! Where a table comes from instead: (rank, the tuned<...>'s name) -> table. Set it before the
+//! communicators are made; an empty function means the files above. Tests give each thread-rank
+//! its own table through it, and each tuned<...> its own candidates' rows; a program that must not
+//! follow TUTTI_TUNING_FILE sets it too (tutti-tune measures under an empty table of its own).
 using source = std::function<std::shared_ptr<const tuner::table>(int rank, std::string_view tuned)>;
 inline source& testing_source() {
   static source s;
