@@ -19,6 +19,7 @@
 #include <tutti/algorithm/halving_doubling.hpp>
 #include <tutti/algorithm/hierarchical.hpp>
 #include <tutti/algorithm/tree.hpp>
+#include <tutti/algorithm/tuned_sets.hpp>
 #if defined(TUTTI_HAVE_UCX) && defined(TUTTI_HAVE_NET)
 #include <tutti/transport/multi_node.hpp>
 #endif
@@ -618,6 +619,9 @@ constexpr runner runners[] = {
     {transport_kind::shm, "hierarchical", &run_shm<hierarchical_ring>},
     {transport_kind::shm, "hierarchical_hd", &run_shm<hierarchical_hd>},
     {transport_kind::shm, "hierarchical_direct", &run_shm<hierarchical_direct>},
+    // tuned: each call runs what the tuning table chose (TUTTI_TUNING_FILE, else the built-in one),
+    // over the candidates tutti-tune measures (algorithm/tuned_sets.hpp).
+    {transport_kind::shm, "tuned", &run_shm<alg::tuned_on_one_host>},
 #if defined(TUTTI_HAVE_UCX) && defined(TUTTI_HAVE_NET)
     {transport_kind::multi_node, alg::ring::name, &run_multi_node<alg::ring>},
     {transport_kind::multi_node, alg::automatic::name, &run_multi_node<alg::automatic>},
@@ -625,6 +629,7 @@ constexpr runner runners[] = {
     {transport_kind::multi_node, alg::halving_doubling::name, &run_multi_node<alg::halving_doubling>},
     {transport_kind::multi_node, "hierarchical", &run_multi_node<hierarchical_ring>},
     {transport_kind::multi_node, "hierarchical_direct", &run_multi_node<hierarchical_direct>},
+    {transport_kind::multi_node, "tuned", &run_multi_node<alg::tuned_across_hosts>},
 #endif
 };
 

@@ -19,12 +19,7 @@
 #include <vector>
 
 #include <tutti/algorithm/automatic.hpp>
-#include <tutti/algorithm/direct.hpp>
-#include <tutti/algorithm/halving_doubling.hpp>
-#include <tutti/algorithm/hierarchical.hpp>
-#include <tutti/algorithm/ring.hpp>
-#include <tutti/algorithm/tree.hpp>
-#include <tutti/algorithm/tuned.hpp>
+#include <tutti/algorithm/tuned_sets.hpp>
 #include <tutti/bootstrap/rank_info.hpp>
 #include <tutti/communicator.hpp>
 #include <tutti/transport/shm.hpp>
@@ -45,12 +40,10 @@ namespace {
 using namespace tune;
 namespace alg = tutti::algorithm;
 
-//! The candidates per transport: what tutti-bench runs there (bench/tutti_bench.cpp). direct reads
-//! peers' memory, which only shm offers (and hierarchical<direct, ring>'s intra-node part).
-using shm_candidates = alg::tuned<alg::ring, alg::direct, alg::halving_doubling, alg::tree,
-                                  alg::hierarchical<alg::direct, alg::ring>>;
-using multi_node_candidates = alg::tuned<alg::ring, alg::halving_doubling, alg::tree, alg::hierarchical<alg::ring, alg::ring>,
-                                         alg::hierarchical<alg::direct, alg::ring>>;
+//! The candidates per transport (algorithm/tuned_sets.hpp): what tutti-bench and tutti-fusion-bench
+//! run as --algorithm tuned, so they read the tables this writes.
+using shm_candidates = alg::tuned_on_one_host;
+using multi_node_candidates = alg::tuned_across_hosts;
 
 //! What algorithm::automatic runs over `Transport` with `where` (the rule's default candidate):
 //! its flat choice on one host; across nodes hierarchical<direct, ring> when nodes are even, else ring.
@@ -82,7 +75,7 @@ tutti::rank_info started_as_job(const options& o) {
     t->source = "tutti-tune's empty table (every candidate is forced)";
     return std::shared_ptr<const tutti::tuner::table>(std::move(t));
   }();
-  alg::tuned_table::testing_source() = [](int, std::string_view) { return none; };
+  alg::tuned_table::source_override() = [](int, std::string_view) { return none; };
   return info;
 }
 

@@ -20,7 +20,7 @@
 //! automatic; with TUTTI_AUTOTUNE=1 the autotuner then also chooses which candidate runs the
 //! engine's collectives (joint tuning, fusion/joint.hpp; TUTTI_AUTOTUNE_ALGORITHM=0 turns that off).
 #include <tutti/tutti.hpp>
-#include <tutti/algorithm/tuned.hpp>
+#include <tutti/algorithm/tuned_sets.hpp>
 #if __has_include(<tutti/fusion/autotuned.hpp>) && defined(TUTTI_HAVE_EIGEN)
 #include <tutti/fusion/autotuned.hpp>
 #define TUTTI_FUSION_BENCH_AUTOTUNED 1
@@ -66,10 +66,9 @@ enum class transport_kind { shm, multi_node };
 enum class algorithm_kind { automatic, tuned };
 
 namespace alg = tutti::algorithm;
-//! tutti-tune's candidates per transport (tools/tutti_tune.cpp): the names its tables may hold.
-using shm_tuned = alg::tuned<alg::ring, alg::direct, alg::halving_doubling, alg::tree, alg::hierarchical<alg::direct, alg::ring>>;
-using multi_node_tuned = alg::tuned<alg::ring, alg::halving_doubling, alg::tree, alg::hierarchical<alg::ring, alg::ring>,
-                                    alg::hierarchical<alg::direct, alg::ring>>;
+//! tutti-tune's candidates per transport (algorithm/tuned_sets.hpp): the names its tables may hold.
+using shm_tuned = alg::tuned_on_one_host;
+using multi_node_tuned = alg::tuned_across_hosts;
 
 struct options {
   std::string model;  //!< path of the shape list

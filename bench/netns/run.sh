@@ -18,12 +18,15 @@ mkdir -p "$out"
 bench=$repo/build/bench/tutti-bench
 ompi=$repo/build/peers/mpi-allreduce-bench-openmpi
 gloo=$repo/build/peers/gloo-allreduce-bench
-[[ -x $bench && -x $ompi && -x $gloo ]] || { echo "build tutti-bench and the peers first"; exit 2; }
+peer_list=${PEERS:-ompi gloo}  # only the programs the chosen peers need must be built
+[[ -x $bench ]] || { echo "build tutti-bench first"; exit 2; }
+[[ " $peer_list " != *" ompi "* || -x $ompi ]] || { echo "build the peers first (bench/peers/build.sh): $ompi"; exit 2; }
+[[ " $peer_list " != *" gloo "* || -x $gloo ]] || { echo "build the peers first (bench/peers/build.sh): $gloo"; exit 2; }
 hosts=${HOSTS:-2}; ppn=${PPN:-2}; world=$((hosts * ppn))
 netns_hosts "$hosts"
 [[ $rate != none ]] && shape_links "$rate"
 key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
-args=(-b 8 -e "$max" -f 4 -n 20 -w 5)
+args=(-b 8 -e "$max" -f 4 -n "${ITERS:-20}" -w "${WARMUP:-5}")  # ITERS, WARMUP: -n, -w
 agent=$netns_tmp/agent.sh
 cat >"$agent" <<AGENT
 #!/bin/bash

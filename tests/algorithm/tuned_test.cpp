@@ -332,7 +332,7 @@ TEST_CASE("tuned inside a composition has no table, and says so on every rank") 
 }
 
 TEST_CASE("the built-in table is set aside, not refused, by a tuned<...> it names no candidate of") {
-  tuned_source_scope files(nullptr);  // no testing source: TUTTI_TUNING_FILE, else the built-in table
+  tuned_source_scope files(nullptr);  // no source override: TUTTI_TUNING_FILE, else the built-in table
   REQUIRE(std::getenv("TUTTI_TUNING_FILE") == nullptr);
   threads::run(2, [](threads::communicator_type& comm) {
     std::vector<float> v(10, 1.0f);
@@ -364,7 +364,7 @@ struct table_file {
 template <class Error, class File, class Want>
 void refused_on_every_rank(int world, File file, Want want, const std::string& scenario) {
   auto results = fork_ranks(world, [&](tutti::rank_info info) {
-    tutti::algorithm::tuned_table::testing_source() = nullptr;  // this child reads the file
+    tutti::algorithm::tuned_table::source_override() = nullptr;  // this child reads the file
     const std::string path = file(info.rank);
     if (path.empty()) ::unsetenv("TUTTI_TUNING_FILE");
     else ::setenv("TUTTI_TUNING_FILE", path.c_str(), 1);
@@ -394,7 +394,7 @@ TEST_CASE("TUTTI_TUNING_FILE is read, and ranks given different files are refuse
   const std::string hb = tutti::tuner::hash_text(tutti::tuner::table_hash(changed));
   REQUIRE(ha != hb);
   auto same = fork_ranks(2, [&](tutti::rank_info info) {
-    tutti::algorithm::tuned_table::testing_source() = nullptr;  // this child reads the file
+    tutti::algorithm::tuned_table::source_override() = nullptr;  // this child reads the file
     ::setenv("TUTTI_TUNING_FILE", a.path.c_str(), 1);
     comm_type comm(std::make_unique<tutti::transport::shm>(info));
     if (comm.algorithm_control().table().source != a.path) throw std::runtime_error("did not read the file");

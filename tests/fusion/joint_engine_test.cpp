@@ -86,7 +86,7 @@ void serve_table(int world) {
     t->rows.push_back(r);
   }
   std::shared_ptr<const tuner::table> shared = t;
-  algorithm::tuned_table::testing_source() = [shared](int, std::string_view) { return shared; };
+  algorithm::tuned_table::source_override() = [shared](int, std::string_view) { return shared; };
   std::lock_guard lock(ran_mutex);
   ran_by_rank.clear();
 }
@@ -204,7 +204,7 @@ TEST_CASE("joint engine: every rank runs rank 0's algorithm choice in the same r
       // Between rounds the engine holds no force: the control is back to the table's choices.
       CHECK_FALSE(comm.algorithm_control().forced());
     });
-    algorithm::tuned_table::testing_source() = {};
+    algorithm::tuned_table::source_override() = {};
     CHECK(churning_joint_tuner::changes > 5);
     const auto engine = check_ran_together(world);
     CHECK(engine.size() == 3);  // the tuner forced each candidate at some point (and the table's rec0)
@@ -228,7 +228,7 @@ TEST_CASE("joint engine: fusion::autotuned over tuned<...> samples several algor
     comm.barrier();  // a turn: no fused collective is in flight, parameters are those of one round
     finals[static_cast<std::size_t>(comm.rank())] = comm.fusion_parameters();
   });
-  algorithm::tuned_table::testing_source() = {};
+  algorithm::tuned_table::source_override() = {};
   for (const char* v : {"TUTTI_AUTOTUNE", "TUTTI_AUTOTUNE_LOG", "TUTTI_AUTOTUNE_STEPS_PER_SAMPLE",
                         "TUTTI_AUTOTUNE_WARMUP_SAMPLES", "TUTTI_AUTOTUNE_MAX_SAMPLES"})
     ::unsetenv(v);

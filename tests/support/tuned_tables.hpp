@@ -1,5 +1,5 @@
 //! @file tuned_tables.hpp  Tuning tables for algorithm::tuned's tests: rows that switch candidates
-//! at several sizes, for every layout of up to 9 ranks, handed to tuned through its testing source.
+//! at several sizes, for every layout of up to 9 ranks, handed to tuned through its source override.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -64,13 +64,13 @@ inline std::string table_says(const tuner::table& t, const tuner::layout& where,
   return {};
 }
 
-//! Tables by tuned<...> name, served to every rank by algorithm::tuned's testing source.
+//! Tables by tuned<...> name, served to every rank by algorithm::tuned's source override.
 inline std::map<std::string, std::shared_ptr<const tuner::table>, std::less<>>& tuned_tables() {
   static std::map<std::string, std::shared_ptr<const tuner::table>, std::less<>> tables;
   return tables;
 }
 
-//! Registers World's switching table and makes the testing source serve the registered ones (a
+//! Registers World's switching table and makes the source override serve the registered ones (a
 //! tuned<...> not registered reads the built-in table).
 template <class World>
 bool serve_switching_table() {
@@ -78,20 +78,20 @@ bool serve_switching_table() {
   using tuned_type = typename comm::algorithm_type;
   tuned_tables()[std::string(tuned_type::name)] =
       std::make_shared<const tuner::table>(switching_table<tuned_type, typename comm::context_type>());
-  algorithm::tuned_table::testing_source() = [](int, std::string_view name) {
+  algorithm::tuned_table::source_override() = [](int, std::string_view name) {
     const auto found = tuned_tables().find(name);
     return found == tuned_tables().end() ? algorithm::tuned_table::built_in() : found->second;
   };
   return true;
 }
 
-//! Sets the testing source for one test and puts the previous one back after it.
+//! Sets the source override for one test and puts the previous one back after it.
 class tuned_source_scope {
  public:
-  explicit tuned_source_scope(algorithm::tuned_table::source s) : before_(algorithm::tuned_table::testing_source()) {
-    algorithm::tuned_table::testing_source() = std::move(s);
+  explicit tuned_source_scope(algorithm::tuned_table::source s) : before_(algorithm::tuned_table::source_override()) {
+    algorithm::tuned_table::source_override() = std::move(s);
   }
-  ~tuned_source_scope() { algorithm::tuned_table::testing_source() = std::move(before_); }
+  ~tuned_source_scope() { algorithm::tuned_table::source_override() = std::move(before_); }
   tuned_source_scope(const tuned_source_scope&) = delete;
   tuned_source_scope& operator=(const tuned_source_scope&) = delete;
 

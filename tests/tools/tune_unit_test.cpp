@@ -91,7 +91,9 @@ TEST_CASE("tutti-tune: a knob variant is measured only where it runs another sch
 TEST_CASE("tutti-tune: statistics") {
   CHECK(tune::median_of({3, 1, 2}) == 2);
   CHECK(tune::median_of({4, 1, 2, 3}) == 2.5);
-  CHECK(tune::spread_of({3, 1, 2}) == 2);
+  CHECK(tune::spread_of({3, 1, 2}) == doctest::Approx(1.0));            // p75 2.5 - p25 1.5
+  CHECK(tune::spread_of({10, 1, 2, 3, 4}) == doctest::Approx(2.0));     // one outlier does not make the spread
+  CHECK(tune::spread_of({5}) == 0);
   // nccl-tests: allreduce busbw = bytes / time x 2(n-1)/n; allgather counts n blocks, x (n-1)/n.
   CHECK(tune::busbw_gbs(collective::allreduce, 1000000, 4, 1000) == doctest::Approx(1.5));
   CHECK(tune::busbw_gbs(collective::allgather, 1000000, 4, 1000) == doctest::Approx(3.0));

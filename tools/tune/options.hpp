@@ -74,7 +74,7 @@ inline constexpr const char* help_text =
     "  --sizes LIST        sizes in bytes, e.g. 8,64K,1M (as collective_descriptor counts them: per rank\n"
     "                      for reduce_scatter and allgather, per block for alltoall)\n"
     "  --min-bytes B --max-bytes B --factor F   otherwise B, B*F, B*F^2, ... and max (default 8, 256M, 4)\n"
-    "  --reps R            interleaved repeats per point (default 5); median and spread (max - min) of them\n"
+    "  --reps R            interleaved repeats per point (default 5); median and spread (p75 - p25) of them\n"
     "  --warmup W          untimed calls before each timed loop (default 1)\n"
     "  --target-ms T       iterations per timed loop so that it lasts about T ms (default 5, at most --max-iters)\n"
     "  --budget SECONDS    bound on the whole sweep (default 900): fewer repeats, or fewer sizes, and the\n"

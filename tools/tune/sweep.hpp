@@ -54,10 +54,18 @@ struct series {
   const std::size_t n = v.size();
   return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
-[[nodiscard]] inline double spread_of(const std::vector<double>& v) {
-  if (v.empty()) return 0;
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return *hi - *lo;
+//! The interquartile range (p75 - p25, linear between ranks): robust to one disturbed repeat,
+//! which max - min is not (one repeat slowed by a neighbour would hide every real difference).
+[[nodiscard]] inline double spread_of(std::vector<double> v) {
+  if (v.size() < 2) return 0;
+  std::sort(v.begin(), v.end());
+  const auto quantile = [&](double q) {
+    const double at = q * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<std::size_t>(at);
+    const std::size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (at - static_cast<double>(lo)) * (v[hi] - v[lo]);
+  };
+  return quantile(0.75) - quantile(0.25);
 }
 
 //! nccl-tests' bus bandwidth (GB/s) for `bytes` as the table counts them (per rank for

@@ -30,7 +30,8 @@ namespace tutti::tuner {
 //! The rule in words, as a table's provenance records it.
 inline constexpr std::string_view noise_rule =
     "a challenger replaces the default at a measured size only when median_default - median_best > "
-    "max(spread_best, spread_default); equal medians go to the earlier candidate; a range boundary "
+    "max(spread_best, spread_default) (a spread: the interquartile range of the repeats, as tutti-tune "
+    "measures it); equal medians go to the earlier candidate; a range boundary "
     "between measured sizes s1 < s2 that chose differently is sqrt(s1*s2)";
 
 //! One thing that can run: an algorithm (its name as tables write it) with tuning values.

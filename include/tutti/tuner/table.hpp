@@ -58,7 +58,7 @@ struct measurement {
   std::string algorithm;
   std::vector<tuning_value> tuning;
   double median_us = 0;
-  double spread_us = 0;  //!< (max - min) of the repeats' times, or what the writer says in the provenance
+  double spread_us = 0;  //!< interquartile range (p75 - p25) of the repeats' times (tutti-tune)
   double busbw_gbs = 0;
 };
 

@@ -61,15 +61,15 @@ namespace tutti::algorithm::tuned_table {
 //! its own table through it, and each tuned<...> its own candidates' rows; a program that must not
 //! follow TUTTI_TUNING_FILE sets it too (tutti-tune measures under an empty table of its own).
 using source = std::function<std::shared_ptr<const tuner::table>(int rank, std::string_view tuned)>;
-inline source& testing_source() {
+inline source& source_override() {
   static source s;
   return s;
 }
 
-//! The table rank `rank`'s tuned<...> (`tuned`, its name) reads: the testing source's, else
+//! The table rank `rank`'s tuned<...> (`tuned`, its name) reads: the source override's, else
 //! TUTTI_TUNING_FILE's, else the built-in one.
 [[nodiscard]] inline std::shared_ptr<const tuner::table> load(int rank, std::string_view tuned) {
-  if (const auto& s = testing_source()) return s(rank, tuned);
+  if (const auto& s = source_override()) return s(rank, tuned);
   if (const auto path = config::raw("TUTTI_TUNING_FILE")) return read_file(*path);
   return built_in();
 }
