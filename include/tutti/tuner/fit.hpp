@@ -1,4 +1,4 @@
-//! @file fit.hpp  Fitting the cost model's parameters to measured times (least squares, Eigen).
+//! @file fit.hpp  Fitting the cost model's parameters to measured times (non-negative least squares, Eigen).
 //!
 //! Every measurement is one equation: its schedule's cost_terms times the unknown parameters equals
 //! the measured seconds. Times span six orders of magnitude between 8 B and 256 MiB, so each
@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "tutti/core/error.hpp"
 #include "tutti/tuner/cost_model.hpp"
@@ -45,6 +46,57 @@ inline constexpr std::size_t fit_columns = 7;
 inline std::array<double, fit_columns> as_row(const cost_terms& t) noexcept {
   return {t.a_intra, t.b_intra, t.a_inter, t.b_inter, t.g, t.s, t.m};
 }
+//! min |a x - b| subject to x >= 0 (Lawson and Hanson, "Solving Least Squares Problems", 1974,
+//! ch. 23): every parameter is a cost, and an unconstrained fit over nearly collinear columns
+//! (namespace hosts, where alpha_intra and alpha_inter, or the switch cost and alpha, move
+//! together) answered with alphas of -3e8 s and a switch cost of +1e9 s that cancel. Eigen 3.4 has
+//! no NNLS outside `unsupported/`, which Debian's package lacks; with at most 7 unknowns the active
+//! set method is a few QR solves. Bounded: at most 3 x columns outer steps.
+inline Eigen::VectorXd nonnegative_least_squares(const Eigen::MatrixXd& a, const Eigen::VectorXd& b) {
+  const Eigen::Index n = a.cols();
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(n);
+  std::vector<bool> passive(static_cast<std::size_t>(n), false);
+  const double tolerance = 1e-12 * std::max(1.0, a.norm() * b.norm());
+  const auto solve_passive = [&] {  // least squares over the passive columns, others 0
+    std::vector<Eigen::Index> cols;
+    for (Eigen::Index j = 0; j < n; ++j)
+      if (passive[static_cast<std::size_t>(j)]) cols.push_back(j);
+    Eigen::MatrixXd sub(a.rows(), static_cast<Eigen::Index>(cols.size()));
+    for (std::size_t k = 0; k < cols.size(); ++k) sub.col(static_cast<Eigen::Index>(k)) = a.col(cols[k]);
+    const Eigen::VectorXd zs = sub.colPivHouseholderQr().solve(b);
+    Eigen::VectorXd z = Eigen::VectorXd::Zero(n);
+    for (std::size_t k = 0; k < cols.size(); ++k) z(cols[k]) = zs(static_cast<Eigen::Index>(k));
+    return z;
+  };
+  for (Eigen::Index outer = 0; outer < 3 * n; ++outer) {
+    const Eigen::VectorXd w = a.transpose() * (b - a * x);
+    Eigen::Index best = -1;
+    for (Eigen::Index j = 0; j < n; ++j)
+      if (!passive[static_cast<std::size_t>(j)] && w(j) > tolerance && (best < 0 || w(j) > w(best))) best = j;
+    if (best < 0) break;  // the Kuhn-Tucker conditions hold
+    passive[static_cast<std::size_t>(best)] = true;
+    for (Eigen::Index inner = 0; inner <= n; ++inner) {
+      Eigen::VectorXd z = solve_passive();
+      double step = 1;
+      bool feasible = true;
+      for (Eigen::Index j = 0; j < n; ++j)
+        if (passive[static_cast<std::size_t>(j)] && z(j) <= 0) {
+          feasible = false;
+          const double denom = x(j) - z(j);
+          if (denom > 0) step = std::min(step, x(j) / denom);
+        }
+      if (feasible) {
+        x = z;
+        break;
+      }
+      x += step * (z - x);
+      for (Eigen::Index j = 0; j < n; ++j)
+        if (passive[static_cast<std::size_t>(j)] && x(j) <= tolerance) passive[static_cast<std::size_t>(j)] = false, x(j) = 0;
+    }
+  }
+  return x;
+}
+
 }  // namespace detail
 
 //! Least-squares fit of the parameters the samples exercise. Throws invalid_argument for a
@@ -81,7 +133,7 @@ inline std::array<double, fit_columns> as_row(const cost_terms& t) noexcept {
   // Columns differ by many orders of magnitude (messages vs bytes): scale each to unit norm first.
   Eigen::VectorXd norms = a.colwise().norm().transpose();
   for (Eigen::Index j = 0; j < a.cols(); ++j) a.col(j) /= norms(j);
-  const Eigen::VectorXd x = a.colPivHouseholderQr().solve(b).cwiseQuotient(norms);
+  const Eigen::VectorXd x = detail::nonnegative_least_squares(a, b).cwiseQuotient(norms);
 
   std::array<double, detail::fit_columns> value{};
   for (std::size_t k = 0; k < column.size(); ++k)
