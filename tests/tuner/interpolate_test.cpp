@@ -117,6 +117,10 @@ TEST_CASE("compile: beyond the measured layouts the fitted model answers; withou
                          .gamma = 1e-10, .samples = 4};
   const selection s = compile(t, far, cands, 0);
   CHECK(s.how().find("allreduce (float): predicted by the cost model fitted to 4 samples") != std::string::npos);
+  // A collective the table never measured is not the model's (fitted to allreduce): the fallback runs it.
+  CHECK(s.how().find("broadcast (float): predicted") == std::string::npos);
+  CHECK(s.find(collective::broadcast, dtype_class::floating, 8).from == nullptr);
+  CHECK(s.find(collective::broadcast, dtype_class::floating, 8).candidate == 0);
   const cost_parameters p = parameters_of(*t.model);
   for (const std::uint64_t bytes : {std::uint64_t{8}, std::uint64_t{1} << 22}) {
     CAPTURE(bytes);

@@ -148,8 +148,11 @@ struct bracket {
   if (allowed.empty())
     for (const row& r : t.rows)
       if (std::find(names.begin(), names.end(), r.algorithm) == names.end()) names.push_back(r.algorithm);
-  if (sizes.empty())
-    for (std::uint64_t b = 8; b <= (std::uint64_t{256} << 20); b *= 4) sizes.push_back(b);
+  // A collective the table never measured is not the model's to answer: the parameters were
+  // fitted to the collectives that were (allreduce, as tutti-tune measures by default), and the
+  // other collectives' terms fit this VM 28-42 % worse (docs/tuning.md). Those calls run the
+  // fallback (what algorithm::automatic would), and the selection says so.
+  if (sizes.empty()) return std::nullopt;
   std::sort(sizes.begin(), sizes.end());
   const cost_parameters p = parameters_of(*t.model);
   answered a;
