@@ -49,10 +49,7 @@ using multi_node_candidates = alg::tuned_across_hosts;
 //! its flat choice on one host; across nodes hierarchical<direct, ring> when nodes are even, else ring.
 template <class Transport>
 std::string automatic_choice(const tutti::tuner::layout& where) {
-  if constexpr (alg::automatic::spans_nodes<Transport>) {
-    if (where.ranks_per_node == 0) return std::string(alg::automatic::flat_for<Transport>::name);
-  }
-  return std::string(alg::automatic::for_transport<Transport>::name);
+  return std::string(alg::automatic::choice_name<Transport>(where.ranks_per_node != 0));
 }
 
 //! Refusals before the bootstrap (which waits for every rank).

@@ -41,6 +41,14 @@ struct automatic {
   template <class Transport>
   using for_transport = std::conditional_t<spans_nodes<Transport>, across_nodes_for<Transport>, flat_for<Transport>>;
 
+  //! The name of what run() picks over Transport when the nodes hold equal numbers of ranks or
+  //! not: the default candidate of tuned<...>'s fallback and of tutti-tune's rule.
+  template <class Transport>
+  [[nodiscard]] static constexpr std::string_view choice_name(bool nodes_even) noexcept {
+    if constexpr (spans_nodes<Transport>) return nodes_even ? across_nodes_for<Transport>::name : ring::name;
+    else return flat_for<Transport>::name;
+  }
+
   //! What this picks over `t`, for the communicator's info line: "hierarchical<direct, ring>",
   //! "direct", or the flat ring with the reason when a node-aware transport's nodes are uneven.
   template <class Transport>

@@ -21,14 +21,19 @@ struct tuning_list {};
 using tunings_with_knobs = tuning_list<direct_tuning, halving_doubling_tuning>;
 
 namespace detail {
+//! Whether `name` is "<Tuning::name>.<k.name>".
+template <class Tuning>
+bool names(std::string_view name, const knob<Tuning>& k) {
+  return name.size() == Tuning::name.size() + 1 + k.name.size() && name.starts_with(Tuning::name) &&
+         name[Tuning::name.size()] == '.' && name.substr(Tuning::name.size() + 1) == k.name;
+}
 template <class Tuning>
 bool apply_knobs(overrides& into, std::span<const tuning_value> values) {
   Tuning made = defaults<Tuning>;
   bool any = false;
   for (const auto& v : values)
     for (const auto& k : Tuning::knobs)
-      if (v.name.size() == Tuning::name.size() + 1 + k.name.size() && v.name.starts_with(Tuning::name) &&
-          v.name[Tuning::name.size()] == '.' && std::string_view(v.name).substr(Tuning::name.size() + 1) == k.name) {
+      if (names(v.name, k)) {
         made.*k.field = static_cast<std::size_t>(v.value);
         any = true;
       }
@@ -38,9 +43,7 @@ bool apply_knobs(overrides& into, std::span<const tuning_value> values) {
 template <class Tuning>
 bool names_knob(std::string_view name) {
   for (const auto& k : Tuning::knobs)
-    if (name.size() == Tuning::name.size() + 1 + k.name.size() && name.starts_with(Tuning::name) &&
-        name[Tuning::name.size()] == '.' && name.substr(Tuning::name.size() + 1) == k.name)
-      return true;
+    if (names(name, k)) return true;
   return false;
 }
 template <class... T>

@@ -64,11 +64,12 @@ class selection {
   //! Where this selection's rows came from, for the communicator's info line and --explain.
   [[nodiscard]] const std::string& how() const noexcept { return how_; }
 
-  //! Adds one row (already validated by the caller) for its collective and dtype class.
-  void add(const row& r, std::uint32_t candidate) {
+  //! Adds one row (its algorithm already checked by the caller) for its collective and dtype
+  //! class; an unknown tuning value is refused here, the message beginning with `where`.
+  void add(const row& r, std::uint32_t candidate, const std::string& where) {
     const overrides* tuning = nullptr;
     if (!r.tuning.empty()) {
-      owned_.push_back(std::make_unique<overrides>(make_overrides(r.tuning, "row " + std::to_string(r.line) + ": ")));
+      owned_.push_back(std::make_unique<overrides>(make_overrides(r.tuning, where)));
       tuning = owned_.back().get();
     }
     ranges_[slot(r.collective_kind, r.dtypes)].push_back({r.max_bytes, {candidate, tuning, &r}});
@@ -82,7 +83,7 @@ class selection {
   //! Adds a row made here (interpolated or predicted), kept alive by the selection.
   void add_owned(row r, std::uint32_t candidate) {
     made_.push_back(std::make_unique<row>(std::move(r)));
-    add(*made_.back(), candidate);
+    add(*made_.back(), candidate, "a row made for this layout: ");
   }
   void set_fallback(std::uint32_t candidate) noexcept { fallback_ = {candidate, nullptr, nullptr}; }
   //! Whether calls of `c` on `d` have rows (measured or made); without, they take the fallback.
@@ -171,9 +172,8 @@ inline std::string answer_unmeasured_collectives(const table& t, const layout& h
     if (!found->has[static_cast<std::size_t>(r.collective_kind)])
       throw invalid_argument(row_where(t, i) + "algorithm '" + r.algorithm + "' has no " +
                              std::string(name_of(r.collective_kind)));
-    (void)make_overrides(r.tuning, row_where(t, i));  // refuses an unknown value with the row
     rows_of[static_cast<std::size_t>(r.collective_kind) * dtype_classes + static_cast<std::size_t>(r.dtypes)].push_back(i);
-    s.add(r, static_cast<std::uint32_t>(found - candidates.begin()));
+    s.add(r, static_cast<std::uint32_t>(found - candidates.begin()), row_where(t, i));
   }
   for (auto& list : rows_of) {
     std::sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) { return t.rows[a].min_bytes < t.rows[b].min_bytes; });
