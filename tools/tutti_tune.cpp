@@ -29,11 +29,13 @@
 
 #include "tune/comm.hpp"
 #include "tune/contenders.hpp"
+#include "tune/files.hpp"
 #include "tune/make_table.hpp"
 #include "tune/modes.hpp"
 #include "tune/options.hpp"
 #include "tune/provenance.hpp"
 #include "tune/sweep.hpp"
+#include "tune/versus.hpp"
 
 namespace {
 
@@ -62,6 +64,15 @@ tutti::rank_info started_as_job(const options& o) {
                       "; start it like the job: tutti-run -n 4 -- tutti-tune --transport " + o.transport};
   // --merge FILE: refuse a bad table now, not after the sweep; a missing one starts a new table.
   if (info.rank == 0 && !o.merge.empty() && std::filesystem::exists(o.merge)) (void)tutti::tuner::read_table_file(o.merge);
+  // --versus FILE: the communicator's tuned<...> reads FILE (every rank; its prepare agrees the hash).
+  if (!o.versus.empty()) {
+    const std::string path = o.versus;
+    alg::tuned_table::source_override() = [path](int, std::string_view) {
+      return std::shared_ptr<const tutti::tuner::table>(
+          std::make_shared<const tutti::tuner::table>(tutti::tuner::read_table_file(path)));
+    };
+    return info;
+  }
   // The sweep forces every candidate itself: the communicator's own table is an empty one, the
   // same on every rank whatever TUTTI_TUNING_FILE or the built-in table hold (tuned<...>'s table
   // source hook, tuned/table_source.hpp).
@@ -76,6 +87,24 @@ tutti::rank_info started_as_job(const options& o) {
   return info;
 }
 
+//! --versus: rank 0 writes the report; every rank returns the verdict (1: the goal is missed).
+int report_versus(tune_comm& a, const options& o, const std::vector<series>& all, const tutti::tuner::layout& where,
+                  const sweep_report& report) {
+  double missed[1] = {0};
+  if (a.rank() == 0) {
+    const versus_result r = versus_report(all, o.versus, where, a.candidates(), "`" + o.command + "`: " + report.text);
+    missed[0] = r.met ? 0 : 1;
+    if (o.output_given) {
+      write_file(o.output, r.text);
+      std::fprintf(stderr, "tutti-tune: the comparison is in %s (%s)\n", o.output.c_str(), r.met ? "goal met" : "goal missed");
+    } else {
+      std::fputs(r.text.c_str(), stdout);
+    }
+  }
+  a.max_over_ranks(missed);
+  return missed[0] ? 1 : 0;
+}
+
 //! Every rank: the sweep; rank 0: the table. All ranks return the same status.
 template <class Transport, class Comm>
 int tune_on(Comm& comm, const options& o, const tutti::rank_info& info, std::uint64_t stage_bytes) {
@@ -84,15 +113,19 @@ int tune_on(Comm& comm, const options& o, const tutti::rank_info& info, std::uin
   const std::vector<std::uint64_t> sizes = sweep_sizes(o);
   const std::uint64_t always = std::max<std::uint64_t>(std::uint64_t{1} << 30, sizes.back());
   std::vector<series> all;
+  const bool versus = !o.versus.empty();
   for (auto c : o.collectives)
-    for (auto t : o.dtypes)
-      all.push_back({c, t, contenders_for(a.candidates(), c, where.world, o.knob_variants, always, stage_bytes), sizes, {}, 0});
+    for (auto t : o.dtypes) {
+      auto list = contenders_for(a.candidates(), c, where.world, o.knob_variants, always, stage_bytes);
+      all.push_back({c, t, versus ? versus_contenders(std::move(list)) : std::move(list), sizes, {}, 0});
+    }
   if (info.rank == 0)
     std::fprintf(stderr, "tutti-tune: %s, world %d (%d node(s) x %d ranks), %zu sizes from %s to %s, %d repeats, budget %.0f s\n",
                  o.transport.c_str(), where.world, where.nodes, where.ranks_per_node, sizes.size(),
                  bytes_text(sizes.front()).c_str(), bytes_text(sizes.back()).c_str(), o.reps, o.budget_s);
   sweep run(a, o, all);
   const sweep_report report = run.run();
+  if (versus) return report_versus(a, o, all, where, report);
   const std::string command = o.command + " (launcher " + info.launcher + ", " + std::to_string(where.world) +
                               " ranks; " + report.text + ")";
   tutti::tuner::provenance made = gather_provenance(a, o.transport, command);  // collective: every rank

@@ -41,7 +41,7 @@ run_tutti() {  # run_tutti ALG LOG
   for ((r = 0; r < world; r++)); do
     on_host $((r / ppn)) env RANK=$r WORLD_SIZE=$world LOCAL_RANK=$((r % ppn)) LOCAL_WORLD_SIZE=$ppn \
       MASTER_ADDR=10.213.1.1 MASTER_PORT=29500 TUTTI_JOB_KEY="$key" ${TUTTI_TUNING_FILE:+TUTTI_TUNING_FILE=$TUTTI_TUNING_FILE} \
-      timeout 300 "$bench" --transport multi_node --algorithm "$1" "${args[@]}" \
+      timeout 300 ${PIN:+taskset -c $((r % $(nproc)))} "$bench" --transport multi_node --algorithm "$1" "${args[@]}" \
       >"$2.rank$r" 2>&1 &
     pids+=($!)
   done

@@ -1,7 +1,7 @@
 # tutti-tune end to end, in seconds (issue 20 point 7): a tiny sweep under tutti-run writes a table;
 # --check accepts it and refuses a broken copy with its row and line; --explain prints the row; a
 # job with algorithm::tuned reads it through TUTTI_TUNING_FILE, runs what its rows say and gets the
-# right sums; --export writes NCCL's CSV; a second sweep (3 ranks) --merge'd into it keeps the
+# right sums; --versus compares its choices with each candidate alone; --export writes NCCL's CSV; a second sweep (3 ranks) --merge'd into it keeps the
 # first layout.
 # Usage: tune.sh <tutti-run> <tutti-tune> <tune_reader>
 source "$(dirname "$0")/lib.sh"
@@ -43,6 +43,18 @@ row=$(sed -n 's/^ *row [0-9]* (line [0-9]*): .* -> //p' "$tmp/explain.out" | hea
 [[ -n $ran && -n $row ]] || fail "the job did not say what ran at 64 KiB, or --explain named no row"
 echo "64 KiB: ran $ran, row $row"
 [[ ${row%%\{*} == "$ran" ]] || fail "at 64 KiB the job ran $ran, but --explain says the row chose $row"
+
+# --versus: the table's choices against each candidate alone, in one interleaved run. Whether the
+# goal is met here is the machine's business (exit 0 or 1); the report must have a row per size,
+# name at 64 KiB the candidate the row chose, and a geometric mean per candidate.
+launch versus -n 2 --no-prefix -- "$tune" --versus "$table" --sizes "$sizes" --reps 2 --target-ms 1 --budget 20 \
+  --output "$tmp/versus.md"
+[[ $status == 0 || $status == 1 ]] || fail "tutti-tune --versus exited with $status (0: goal met, 1: missed)"
+expect_in "$tmp/versus.md" "| size | tuned µs | tuned runs |" "--versus's columns"
+versus_ran=$(awk -F' [|] ' '$1 == "| 64 KiB" {print $3}' "$tmp/versus.md")
+[[ $versus_ran == "${row%%\{*}" ]] || fail "--versus says tuned ran '$versus_ran' at 64 KiB, the row chose $row"
+(( $(grep -c '^| [0-9]* [KM]*i*B |' "$tmp/versus.md") == 3 )) || fail "--versus: expected a row for each of 3 sizes"
+expect_in "$tmp/versus.md" "geometric mean, tuned against ring" "--versus's geometric means"
 
 # The same choices for NCCL's tuner plugin (tuner/export.hpp writes it; its own tests read it back).
 "$tune" --export nccl --table "$table" >"$tmp/export.out" 2>"$tmp/export.err" || fail "--export nccl"

@@ -31,6 +31,8 @@ class tune_comm {
   //! same thing at the same point of its call sequence: the sweep below makes sure of it.
   virtual void force(std::uint32_t candidate, const tutti::tuner::overrides* tuning) = 0;
   virtual void release() = 0;
+  //! The candidate the last collective ran (what the table chose, once released).
+  [[nodiscard]] virtual std::uint32_t last_run() const = 0;
   //! One collective of `count` elements as collective_descriptor counts them (per rank for
   //! reduce_scatter and allgather, per block for alltoall), sum, root 0; out of place.
   virtual void call(tutti::collective c, const void* in, void* out, std::size_t count, tutti::dtype t) = 0;
@@ -57,6 +59,7 @@ class comm_adapter final : public tune_comm {
     comm_.algorithm_control().force(candidate, tuning);
   }
   void release() override { comm_.algorithm_control().release(); }
+  [[nodiscard]] std::uint32_t last_run() const override { return comm_.algorithm_control().last_run(); }
 
   void call(tutti::collective c, const void* in, void* out, std::size_t count, tutti::dtype t) override {
     using tutti::collective;

@@ -65,7 +65,11 @@ inline const std::vector<knob_use>& knob_uses() {
   return rule == threshold_rule::up_to ? bytes <= value : bytes < value;
 }
 
-//! One thing measured: candidate `candidate` of tuned<...> with `tuning` (empty: its defaults).
+//! The contender that is no candidate but the table's choice (tutti-tune --versus): released, not forced.
+inline constexpr std::uint32_t table_choice = ~std::uint32_t{0};
+
+//! One thing measured: candidate `candidate` of tuned<...> with `tuning` (empty: its defaults), or
+//! (`table_choice`) whatever the table chooses.
 struct contender {
   std::uint32_t candidate = 0;
   std::string algorithm;

@@ -42,6 +42,7 @@ struct options {
   double machine_cores = 0;  //!< --machine-cores: every node ran on one machine of this many cores (the model's fit)
   std::string output = "tutti-tuning.json";
   std::string merge;  //!< --merge FILE: keep that table's other layouts
+  std::string versus;  //!< --versus FILE: tuned reading FILE against every candidate (no table written)
   // ---- --explain / --check / --export
   std::uint64_t explain_bytes = 0;
   tutti::collective explain_collective = tutti::collective::allreduce;
@@ -58,6 +59,7 @@ inline constexpr const char* help_text =
     "usage: tutti-run -n N -- tutti-tune [--transport shm|multi_node] [--collectives LIST] [--dtypes LIST]\n"
     "                  [--sizes LIST | --min-bytes B --max-bytes B --factor F] [--reps R] [--budget SECONDS]\n"
     "                  [--output FILE] [--merge FILE] [--no-knobs]\n"
+    "       tutti-run -n N -- tutti-tune --versus FILE [sweep options] [--output FILE]\n"
     "       tutti-tune --explain SIZE [--collective C] [--dtype float|integer] [--table FILE]\n"
     "                  [--world N --nodes N --ranks-per-node N]\n"
     "       tutti-tune --check FILE\n"
@@ -86,6 +88,10 @@ inline constexpr const char* help_text =
     "  --output FILE       where the table goes (default tutti-tuning.json); --export: where it goes\n"
     "                      (default stdout)\n"
     "  --merge FILE        keep FILE's rows and samples of other layouts (and collectives) in the output\n"
+    "  --versus FILE       no tune: algorithm::tuned reading FILE against each candidate alone (its\n"
+    "                      defaults), interleaved in one run; a markdown report of tuned / best single\n"
+    "                      per point and the geometric means (to --output, default stdout); exit 1 if\n"
+    "                      tuned is below 0.95x the best single anywhere or not above every one in geomean\n"
     "  --explain SIZE      why the table chose what it chose at SIZE bytes (no launcher needed)\n"
     "  --check FILE        validate a (hand-edited) table for every layout in it and print a summary\n"
     "  --combine A,B,...   one table from several (later ones replace earlier ones' layouts), the model\n"
@@ -233,6 +239,9 @@ inline constexpr std::uint64_t element_bytes = 4;
       o.output_given = true;
     } else if (arg == "--merge") {
       o.merge = v;
+    } else if (arg == "--versus") {
+      o.versus = v;
+      o.knob_variants = false;  // the single algorithms as they are, against the table's choices
     } else if (arg == "--explain") {
       o.what = mode::explain;
       o.explain_bytes = parse_bytes(v, arg);

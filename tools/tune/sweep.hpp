@@ -37,6 +37,7 @@ using tutti::tuner::bytes_text;
 struct point {
   std::vector<double> rep_us;
   int iters = 0;
+  std::uint32_t ran = table_choice;  //!< the table_choice contender's: the candidate the table ran
 };
 
 //! One (collective, dtype) of the sweep: its contenders and every point it measured.
@@ -163,11 +164,19 @@ class sweep {
     return t[0];
   }
 
+  //! Every later call runs contender `c`: its candidate forced, or the table's choice.
+  void run_as(const contender& c) {
+    if (c.candidate == table_choice)
+      comm_.release();
+    else
+      comm_.force(c.candidate, c.made.get());
+  }
+
   void measure(series& s, std::size_t i, std::size_t j, int rep, int reps) {
     const contender& c = s.contenders[j];
     point& p = s.points[i][j];
     const std::size_t count = s.sizes[i] / tutti::size_of(s.type);
-    comm_.force(c.candidate, c.made.get());
+    run_as(c);
     auto call = [&] { comm_.call(s.collective, in_.data(), out_.data(), count, s.type); };
     for (int w = 0; w < o_.warmup; ++w) call();
     if (p.iters == 0) {  // calibrate: one timed call, the slowest rank's, sets the loop's length
@@ -177,12 +186,13 @@ class sweep {
       comm_.max_over_ranks(t);
       const double want = o_.target_ms * 1e-3 / std::max(t[0], 1e-9);
       p.iters = static_cast<int>(std::clamp(std::ceil(want), 1.0, static_cast<double>(o_.max_iters)));
-      comm_.force(c.candidate, c.made.get());
+      run_as(c);
     }
     comm_.barrier();
     const auto t0 = clock::now();
     for (int k = 0; k < p.iters; ++k) call();
     double t[1] = {std::chrono::duration<double, std::micro>(clock::now() - t0).count() / p.iters};
+    if (c.candidate == table_choice) p.ran = comm_.last_run();  // before max_over_ranks runs candidate 0
     comm_.max_over_ranks(t);
     p.rep_us.push_back(t[0]);
     show(s, i, c, rep, reps);

@@ -1,0 +1,127 @@
+//! @file versus.hpp  tutti-tune --versus TABLE: algorithm::tuned reading TABLE against each of its
+//! candidates alone, measured in one interleaved sweep, as a markdown report.
+//!
+//! Why in one process: on a small, shared machine two launches of the same binary and algorithm
+//! can differ by 1.5x (4 ranks on 2 cores: 58 vs 88 us at 8 B, depending on where the scheduler
+//! puts the ranks), far more than the 5 % this comparison must resolve. Interleaving tuned and the
+//! candidates point by point in one communicator puts every one of them under the same placement
+//! and the same slow moments. Each candidate alone runs through tuned's dispatch with it forced,
+//! so the dispatch's own cost (a binary search and an index, nanoseconds) is in both; the report
+//! compares the table's choices, not two builds.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "contenders.hpp"
+#include "sweep.hpp"
+#include "tutti/core/collective.hpp"
+#include "tutti/core/dtype.hpp"
+#include "tutti/tuner/table.hpp"
+
+namespace tune {
+
+//! The bar of issue 20: never below this fraction of the best single algorithm at any point.
+inline constexpr double versus_floor = 0.95;
+
+//! The contenders of a --versus series: the table's choice first, then each candidate alone.
+[[nodiscard]] inline std::vector<contender> versus_contenders(std::vector<contender> singles) {
+  singles.insert(singles.begin(), contender{table_choice, "tuned", {}, {}, nullptr});
+  return singles;
+}
+
+struct versus_result {
+  std::string text;
+  bool met = true;
+};
+
+[[nodiscard]] inline std::string us_text(double us, double spread) {
+  char b[64];
+  std::snprintf(b, sizeof b, us < 100 ? "%.2f ±%.2f" : "%.1f ±%.1f", us, spread);
+  return b;
+}
+
+//! One series' table: per size, tuned's median (and spread, p75 - p25), what it ran, each
+//! candidate's, the best candidate, and best / tuned (above 1: tuned is faster); then tuned's
+//! geometric-mean speed against each candidate.
+inline void versus_series(const series& s, std::span<const tutti::tuner::candidate_info> candidates, versus_result& r) {
+  std::string& t = r.text;
+  t += "\n## " + std::string(tutti::name_of(s.collective)) + " " + std::string(tutti::name_of(s.type)) + "\n\n";
+  t += "| size | tuned µs | tuned runs |";
+  for (std::size_t j = 1; j < s.contenders.size(); ++j) t += " " + s.contenders[j].algorithm + " µs |";
+  t += " best single | tuned / best |\n|---:|---:|:---|";
+  for (std::size_t j = 1; j < s.contenders.size(); ++j) t += "---:|";
+  t += ":---|---:|\n";
+  std::vector<double> log_speed(s.contenders.size(), 0.0);
+  double worst = std::numeric_limits<double>::infinity();
+  std::uint64_t worst_at = 0;
+  std::size_t sizes = 0;
+  for (std::size_t i = 0; i < s.points.size(); ++i) {
+    const auto& row = s.points[i];
+    if (row.empty() || row[0].rep_us.empty()) continue;
+    const double tuned = median_of(row[0].rep_us);
+    std::size_t best = 0;
+    double best_us = std::numeric_limits<double>::infinity();
+    for (std::size_t j = 1; j < row.size(); ++j) {
+      if (row[j].rep_us.empty()) continue;
+      const double m = median_of(row[j].rep_us);
+      if (m < best_us) best_us = m, best = j;
+    }
+    if (best == 0 || tuned <= 0) continue;
+    ++sizes;
+    const double speed = best_us / tuned;
+    if (speed < worst) worst = speed, worst_at = s.sizes[i];
+    const std::uint32_t ran = row[0].ran;
+    t += "| " + bytes_text(s.sizes[i]) + " | " + us_text(tuned, spread_of(row[0].rep_us)) + " | " +
+         (ran < candidates.size() ? std::string(candidates[ran].name) : std::string("?")) + " |";
+    for (std::size_t j = 1; j < row.size(); ++j) {
+      t += " " + (row[j].rep_us.empty() ? std::string("-") : us_text(median_of(row[j].rep_us), spread_of(row[j].rep_us))) + " |";
+      if (!row[j].rep_us.empty()) log_speed[j] += std::log(median_of(row[j].rep_us) / tuned);
+    }
+    char b[48];
+    std::snprintf(b, sizeof b, "%.3f%s", speed, speed < versus_floor ? " **<0.95**" : "");
+    t += " " + s.contenders[best].algorithm + " | " + b + " |\n";
+  }
+  if (sizes == 0) {
+    t += "\n(no point measured)\n";
+    r.met = false;
+    return;
+  }
+  t += "\n";
+  for (std::size_t j = 1; j < s.contenders.size(); ++j) {
+    const double g = std::exp(log_speed[j] / static_cast<double>(sizes));
+    char b[160];
+    std::snprintf(b, sizeof b, "- geometric mean, tuned against %s: %.3f over %zu sizes%s\n", s.contenders[j].algorithm.c_str(),
+                  g, sizes, g > 1 ? "" : " (**not above 1**)");
+    t += b;
+    if (g <= 1) r.met = false;
+  }
+  char b[160];
+  std::snprintf(b, sizeof b, "- worst point: %.3f of the best single algorithm (at %s); ", worst, bytes_text(worst_at).c_str());
+  t += b;
+  if (worst < versus_floor) r.met = false;
+  t += worst < versus_floor ? "below 0.95\n" : "at least 0.95\n";
+}
+
+//! The whole report: a heading with the table and the run, one section per series, the verdict.
+[[nodiscard]] inline versus_result versus_report(const std::vector<series>& all, const std::string& table_path,
+                                                 const tutti::tuner::layout& where,
+                                                 std::span<const tutti::tuner::candidate_info> candidates,
+                                                 const std::string& how) {
+  versus_result r;
+  r.text = "# algorithm::tuned (" + table_path + ") against every single algorithm: world " + std::to_string(where.world) +
+           " (" + std::to_string(where.nodes) + " node(s) x " + std::to_string(where.ranks_per_node) + ")\n\n" + how +
+           "\n\nMedians of the interleaved repeats, ± their spread (p75 - p25); tuned / best: the best single "
+           "algorithm's time over tuned's (above 1: tuned is faster).\n";
+  for (const auto& s : all) versus_series(s, candidates, r);
+  r.text += r.met ? "\n**Goal met**: never below 0.95 of the best single algorithm, and above every one in geometric mean.\n"
+                  : "\n**Goal missed** (above).\n";
+  return r;
+}
+
+}  // namespace tune
