@@ -607,6 +607,7 @@ using hierarchical_direct = alg::hierarchical<alg::direct, alg::ring>;
 constexpr runner runners[] = {
     {transport_kind::inproc, alg::ring::name, &run_inproc<alg::ring>},
     {transport_kind::inproc, alg::automatic::name, &run_inproc<alg::automatic>},
+    {transport_kind::inproc, alg::eager::name, &run_inproc<alg::eager>},
     {transport_kind::inproc, alg::tree::name, &run_inproc<alg::tree>},
     {transport_kind::inproc, alg::halving_doubling::name, &run_inproc<alg::halving_doubling>},
     {transport_kind::inproc, "hierarchical", &run_inproc<hierarchical_ring>},
@@ -625,6 +626,7 @@ constexpr runner runners[] = {
 #if defined(TUTTI_HAVE_UCX) && defined(TUTTI_HAVE_NET)
     {transport_kind::multi_node, alg::ring::name, &run_multi_node<alg::ring>},
     {transport_kind::multi_node, alg::automatic::name, &run_multi_node<alg::automatic>},
+    {transport_kind::multi_node, alg::eager::name, &run_multi_node<alg::eager>},
     {transport_kind::multi_node, alg::tree::name, &run_multi_node<alg::tree>},
     {transport_kind::multi_node, alg::halving_doubling::name, &run_multi_node<alg::halving_doubling>},
     {transport_kind::multi_node, "hierarchical", &run_multi_node<hierarchical_ring>},

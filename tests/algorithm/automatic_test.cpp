@@ -1,6 +1,6 @@
-//! automatic resolves to direct over shm and to ring over inproc; over shm it runs the allreduce and Codecs:
-//! every codec, over shm (direct) and over threads (ring).
-//! broadcast conformance suites.
+//! automatic resolves to direct over shm and, over inproc, to eager for calls its frames carry and
+//! ring after eager's check for the rest: the conformance suites over both. Codecs: every codec, over
+//! shm (direct) and over threads (eager's check, then ring's compressed schedule).
 #include <tutti/testing/compressed_conformance.hpp>
 #include <tutti/testing/feedback_conformance.hpp>
 #include <tutti/codec/float16.hpp>
@@ -15,10 +15,20 @@
 
 static_assert(std::is_same_v<tutti::algorithm::automatic::for_transport<tutti::transport::shm>, tutti::algorithm::direct>);
 static_assert(std::is_same_v<tutti::algorithm::automatic::for_transport<tutti::transport::inproc>, tutti::algorithm::ring>);
+static_assert(tutti::algorithm::automatic::checks_arguments<tutti::transport::inproc>);
 
-// Over inproc it is ring, whose own suites run in ring_test.cpp; here the shm resolution.
-TEST_CASE_TEMPLATE_INVOKE(allreduce_conformance, tutti::testing::fork_world<tutti::algorithm::automatic>);
-TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, tutti::testing::fork_world<tutti::algorithm::automatic>);
+// Over shm it is direct; over inproc (two-sided) eager where a call rides in its frames, else
+// eager's check and then ring: the suites' counts cross eager::inline_bytes.
+namespace {
+using automatic_processes = tutti::testing::fork_world<tutti::algorithm::automatic>;
+using automatic_threads = tutti::testing::inproc_world<tutti::algorithm::automatic>;
+}  // namespace
+TEST_CASE_TEMPLATE_INVOKE(allreduce_conformance, automatic_processes, automatic_threads);
+TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, automatic_processes, automatic_threads);
+TEST_CASE_TEMPLATE_INVOKE(allgather_conformance, automatic_threads);
+TEST_CASE_TEMPLATE_INVOKE(reduce_conformance, automatic_threads);
+TEST_CASE_TEMPLATE_INVOKE(reduce_scatter_conformance, automatic_threads);
+TEST_CASE_TEMPLATE_INVOKE(barrier_conformance, automatic_threads);
 
 // Codecs (docs/compression.md): automatic over shm is direct's two-sided codec schedule.
 TEST_CASE_TEMPLATE_INVOKE(compressed_allreduce_conformance,

@@ -17,7 +17,12 @@
 
 namespace {
 
-using comm_t = tutti::communicator<tutti::transport::inproc, tutti::algorithm::ring>;
+//! Every case below runs with ring (the communicator's separate check), eager (the check in its
+//! frames, and small calls finished there) and automatic (eager's check before its schedule over
+//! threads, a two-sided transport): the same errors, worded alike, from all three.
+template <class A>
+using comm_of = tutti::communicator<tutti::transport::inproc, A>;
+#define TUTTI_MISMATCH_ALGORITHMS tutti::algorithm::ring, tutti::algorithm::eager, tutti::algorithm::automatic
 
 struct outcome {
   std::vector<std::string> messages;  //!< per rank: what() of what it threw, "" when nothing
@@ -25,12 +30,13 @@ struct outcome {
 };
 
 //! Runs body(comm) on `world` ranks, then a correct allreduce to prove the communicator still works.
-outcome run(int world, const std::function<void(comm_t&)>& body, bool check_after = true) {
+template <class A>
+outcome run(int world, const std::function<void(comm_of<A>&)>& body, bool check_after = true) {
   outcome out{std::vector<std::string>(world), std::vector<int>(world, 0)};
   auto opts = tutti::communicator_options::from_env();
   opts.timeout = std::chrono::seconds(20);
   auto errors = tutti::transport::inproc::run(world, [&](tutti::transport::inproc& t) {
-    comm_t comm(t, opts);
+    comm_of<A> comm(t, opts);
     const auto r = static_cast<std::size_t>(comm.rank());
     try {
       body(comm);
@@ -53,9 +59,10 @@ bool contains(const std::string& s, const std::string& what) { return s.find(wha
 
 }  // namespace
 
-TEST_CASE("different counts: every rank gets mismatch naming both counts; buffers untouched") {
+TEST_CASE_TEMPLATE("different counts: every rank gets mismatch naming both counts; buffers untouched", A, TUTTI_MISMATCH_ALGORITHMS) {
+  using comm_t = comm_of<A>;
   for (int world : {2, 3, 5}) {
-    auto out = run(world, [](comm_t& comm) {
+    auto out = run<A>(world, [](comm_t& comm) {
       std::vector<float> v(comm.rank() == comm.size() - 1 ? 6 : 7, 1.5f);
       const auto before = v;
       try {
@@ -76,8 +83,26 @@ TEST_CASE("different counts: every rank gets mismatch naming both counts; buffer
   }
 }
 
-TEST_CASE("different dtypes: mismatch naming both dtypes") {
-  auto out = run(3, [](comm_t& comm) {
+TEST_CASE_TEMPLATE("counts on both sides of eager's frame (8 and 4096 floats): mismatch on every rank", A,
+                   TUTTI_MISMATCH_ALGORITHMS) {
+  using comm_t = comm_of<A>;
+  // One rank's call rides in eager's frames, the other's needs the check and then ring: the frames
+  // have one size whatever the call, so both still meet and judge.
+  auto out = run<A>(3, [](comm_t& comm) {
+    std::vector<float> v(comm.rank() == 1 ? 4096 : 8, 1.0f);
+    comm.allreduce(v, tutti::op::sum);
+  });
+  for (int r = 0; r < 3; ++r) {
+    INFO("rank ", r, ": ", out.messages[r]);
+    CHECK(out.kinds[r] == 1);
+    CHECK(contains(out.messages[r], "count=4096"));
+    CHECK(contains(out.messages[r], "count=8"));
+  }
+}
+
+TEST_CASE_TEMPLATE("different dtypes: mismatch naming both dtypes", A, TUTTI_MISMATCH_ALGORITHMS) {
+  using comm_t = comm_of<A>;
+  auto out = run<A>(3, [](comm_t& comm) {
     if (comm.rank() == 1) {
       std::vector<double> v(4, 1.0);
       comm.allreduce(v, tutti::op::sum);
@@ -93,8 +118,9 @@ TEST_CASE("different dtypes: mismatch naming both dtypes") {
   }
 }
 
-TEST_CASE("different ops: mismatch naming both ops") {
-  auto out = run(4, [](comm_t& comm) {
+TEST_CASE_TEMPLATE("different ops: mismatch naming both ops", A, TUTTI_MISMATCH_ALGORITHMS) {
+  using comm_t = comm_of<A>;
+  auto out = run<A>(4, [](comm_t& comm) {
     std::vector<int> v(4, 1);
     comm.allreduce(v, comm.rank() == 2 ? tutti::op::max : tutti::op::sum);
   });
@@ -105,8 +131,9 @@ TEST_CASE("different ops: mismatch naming both ops") {
   }
 }
 
-TEST_CASE("different broadcast roots: mismatch naming both roots") {
-  auto out = run(3, [](comm_t& comm) {
+TEST_CASE_TEMPLATE("different broadcast roots: mismatch naming both roots", A, TUTTI_MISMATCH_ALGORITHMS) {
+  using comm_t = comm_of<A>;
+  auto out = run<A>(3, [](comm_t& comm) {
     std::vector<int> v(4, 1);
     comm.broadcast(v, comm.rank() == 0 ? 0 : 1);
   });
@@ -117,8 +144,9 @@ TEST_CASE("different broadcast roots: mismatch naming both roots") {
   }
 }
 
-TEST_CASE("different reduce roots: mismatch naming both roots; no output written") {
-  auto out = run(3, [](comm_t& comm) {
+TEST_CASE_TEMPLATE("different reduce roots: mismatch naming both roots; no output written", A, TUTTI_MISMATCH_ALGORITHMS) {
+  using comm_t = comm_of<A>;
+  auto out = run<A>(3, [](comm_t& comm) {
     std::vector<int> v(4, 1);
     comm.reduce(v, tutti::op::sum, comm.rank() == 2 ? 1 : 0);
     if (v != std::vector<int>(4, 1)) throw std::runtime_error("buffer changed");
@@ -130,8 +158,9 @@ TEST_CASE("different reduce roots: mismatch naming both roots; no output written
   }
 }
 
-TEST_CASE("a rank calling a different collective: mismatch naming both collectives") {
-  auto out = run(3, [](comm_t& comm) {
+TEST_CASE_TEMPLATE("a rank calling a different collective: mismatch naming both collectives", A, TUTTI_MISMATCH_ALGORITHMS) {
+  using comm_t = comm_of<A>;
+  auto out = run<A>(3, [](comm_t& comm) {
     std::vector<int> v(4, 1);
     if (comm.rank() == 2) comm.broadcast(v, 0);
     else comm.allreduce(v, tutti::op::sum);
@@ -143,8 +172,9 @@ TEST_CASE("a rank calling a different collective: mismatch naming both collectiv
   }
 }
 
-TEST_CASE("a rank that skipped a collective is named by its sequence number") {
-  auto out = run(2, [](comm_t& comm) {
+TEST_CASE_TEMPLATE("a rank that skipped a collective is named by its sequence number", A, TUTTI_MISMATCH_ALGORITHMS) {
+  using comm_t = comm_of<A>;
+  auto out = run<A>(2, [](comm_t& comm) {
     std::vector<int> v(4, 1);
     if (comm.rank() == 0) {
       comm.allreduce(v, tutti::op::sum);  // pairs with rank 1's barrier: a mismatch, then...
@@ -157,8 +187,9 @@ TEST_CASE("a rank that skipped a collective is named by its sequence number") {
   CHECK(out.kinds[1] == 1);
 }
 
-TEST_CASE("a rank that refuses its own arguments: it says why, the others name it") {
-  auto out = run(3, [](comm_t& comm) {
+TEST_CASE_TEMPLATE("a rank that refuses its own arguments: it says why, the others name it", A, TUTTI_MISMATCH_ALGORITHMS) {
+  using comm_t = comm_of<A>;
+  auto out = run<A>(3, [](comm_t& comm) {
     std::vector<float> in(8, 1.0f), out_buf(comm.rank() == 1 ? 9 : 8);
     comm.allreduce(in, out_buf, tutti::op::sum);
   });
@@ -171,7 +202,8 @@ TEST_CASE("a rank that refuses its own arguments: it says why, the others name i
   }
 }
 
-TEST_CASE("bad arguments are refused with the offending value") {
+TEST_CASE_TEMPLATE("bad arguments are refused with the offending value", A, TUTTI_MISMATCH_ALGORITHMS) {
+  using comm_t = comm_of<A>;
   struct bad_case {
     const char* what;
     std::function<void(comm_t&)> call;
@@ -203,7 +235,7 @@ TEST_CASE("bad arguments are refused with the offending value") {
        [](comm_t& c) { std::vector<float> v(2); c.allreduce(v, static_cast<tutti::op>(9)); }},
   };
   for (const auto& bc : cases) {
-    auto out = run(2, bc.call);
+    auto out = run<A>(2, bc.call);
     for (int r = 0; r < 2; ++r) {
       INFO(bc.what, " | rank ", r, ": ", out.messages[r]);
       CHECK(out.kinds[r] == 2);
@@ -213,7 +245,8 @@ TEST_CASE("bad arguments are refused with the offending value") {
   }
 }
 
-TEST_CASE("a rank that never enters the collective: the others time out, not hang") {
+TEST_CASE_TEMPLATE("a rank that never enters the collective: the others time out, not hang", A, TUTTI_MISMATCH_ALGORITHMS) {
+  using comm_t = comm_of<A>;
   auto opts = tutti::communicator_options::from_env();
   opts.timeout = std::chrono::milliseconds(300);
   std::atomic<bool> release{false};
@@ -245,7 +278,8 @@ TEST_CASE("a rank that never enters the collective: the others time out, not han
   CHECK((contains(what[0], "did not complete before the deadline") || contains(what[1], "did not complete before the deadline")));
 }
 
-TEST_CASE("a rank that dies mid-job: every survivor gets peer_lost naming it, quickly") {
+TEST_CASE_TEMPLATE("a rank that dies mid-job: every survivor gets peer_lost naming it, quickly", A, TUTTI_MISMATCH_ALGORITHMS) {
+  using comm_t = comm_of<A>;
   std::vector<int> lost(4, -1);
   const auto start = std::chrono::steady_clock::now();
   auto errors = tutti::transport::inproc::run(4, [&](tutti::transport::inproc& t) {

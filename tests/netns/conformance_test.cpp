@@ -5,6 +5,7 @@
 #include <tutti/testing/launched_world.hpp>
 #include <tutti/algorithm/automatic.hpp>
 #include <tutti/algorithm/direct.hpp>
+#include <tutti/algorithm/eager.hpp>
 #include <tutti/algorithm/halving_doubling.hpp>
 #include <tutti/algorithm/hierarchical.hpp>
 #include <tutti/algorithm/ring.hpp>
@@ -23,6 +24,7 @@ using tree_world = across<tutti::algorithm::tree>;
 using nodes_world = across<tutti::algorithm::hierarchical<tutti::algorithm::direct, tutti::algorithm::ring>>;
 using nodes_tree_world = across<tutti::algorithm::hierarchical<tutti::algorithm::direct, tutti::algorithm::tree>>;
 using automatic_world = across<tutti::algorithm::automatic>;
+using eager_world = across<tutti::algorithm::eager>;
 // tuned over the candidates above, with a table that switches among them at 64 B, 4 KiB and 64 KiB
 // (tests/support/tuned_tables.hpp): on 2 hosts of 2 ranks, hierarchical among them.
 using tuned_world = across<tutti::algorithm::tuned<tutti::algorithm::ring, tutti::algorithm::halving_doubling,
@@ -35,13 +37,13 @@ using tuned_world = across<tutti::algorithm::tuned<tutti::algorithm::ring, tutti
 // (docs/algorithms.md's matrix), and the node-aware compositions.
 
 TEST_CASE_TEMPLATE_INVOKE(allreduce_conformance, ring_world, hd_world, tree_world, nodes_world, nodes_tree_world,
-                          automatic_world, tuned_world);
+                          automatic_world, eager_world, tuned_world);
 TEST_CASE_TEMPLATE_INVOKE(reduce_scatter_conformance, ring_world, hd_world, nodes_world, tuned_world);
-TEST_CASE_TEMPLATE_INVOKE(allgather_conformance, ring_world, hd_world, nodes_world, tuned_world);
+TEST_CASE_TEMPLATE_INVOKE(allgather_conformance, ring_world, hd_world, nodes_world, eager_world, tuned_world);
 TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, ring_world, hd_world, tree_world, nodes_world, nodes_tree_world,
-                          tuned_world);
+                          automatic_world, tuned_world);
 TEST_CASE_TEMPLATE_INVOKE(reduce_conformance, ring_world, hd_world, tree_world, nodes_world, nodes_tree_world,
                           tuned_world);
 TEST_CASE_TEMPLATE_INVOKE(alltoall_conformance, ring_world, hd_world, nodes_world, tuned_world);
 TEST_CASE_TEMPLATE_INVOKE(barrier_conformance, ring_world, hd_world, tree_world, nodes_world, nodes_tree_world,
-                          tuned_world);
+                          eager_world, tuned_world);

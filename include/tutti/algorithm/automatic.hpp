@@ -4,6 +4,11 @@
 //! memory inside each node, ring across — when every node holds the same number of ranks, else
 //! the flat ring (decided at run time from the node map, identically on every rank).
 //!
+//! Over a two-sided transport the ranks' arguments are checked in algorithm::eager's frames (its
+//! agree()), not in a round of the communicator's, and a call small enough to ride in those frames
+//! (eager::fits: allreduce, reduce, allgather, broadcast, barrier) finishes there: one message
+//! latency instead of the check's plus the schedule's.
+//!
 //! A stand-in until `tuned<...>` chooses by measurement: on one host, direct beat ring at every
 //! size measured (bench/results/, docs/tuning.md); across hosts, hierarchical sends each byte over
 //! the network once per node instead of once per rank (bench/results/ for the namespace runs).
@@ -13,6 +18,7 @@
 #include <type_traits>
 
 #include "tutti/algorithm/direct.hpp"
+#include "tutti/algorithm/eager.hpp"
 #include "tutti/algorithm/hierarchical.hpp"
 #include "tutti/algorithm/ring.hpp"
 #include "tutti/core/listed.hpp"
@@ -66,49 +72,59 @@ struct automatic {
     }
   }
 
-  //! As direct does; ring and hierarchical leave the check to the communicator.
+  //! In direct's first epoch on a one-sided transport, in eager's frames on any other host transport.
   template <class Transport>
-  static constexpr bool checks_arguments = one_sided_transport<Transport>;
+  static constexpr bool checks_arguments = one_sided_transport<Transport> || !Transport::traits.device_memory;
 
   template <class Ctx>
-    requires one_sided_transport<typename Ctx::transport_type>
   static void agree(Ctx& c) {
-    direct::agree(c);
+    if constexpr (one_sided_transport<typename Ctx::transport_type>) direct::agree(c);
+    else eager::agree(c);
   }
   template <class Ctx>
   static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
-    run(c, [&](auto a) { decltype(a)::allreduce(c, in, out, count, t, o); });
+    run(c, count * size_of(t), true, [&](auto a) { decltype(a)::allreduce(c, in, out, count, t, o); });
   }
   template <class Ctx>
   static void reduce_scatter(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
-    run(c, [&](auto a) { decltype(a)::reduce_scatter(c, in, out, count, t, o); });
+    run(c, 0, false, [&](auto a) { decltype(a)::reduce_scatter(c, in, out, count, t, o); });
   }
   template <class Ctx>
   static void allgather(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
-    run(c, [&](auto a) { decltype(a)::allgather(c, in, out, count, t); });
+    run(c, count * size_of(t), true, [&](auto a) { decltype(a)::allgather(c, in, out, count, t); });
   }
   template <class Ctx>
   static void broadcast(Ctx& c, const void* in, void* out, std::size_t count, dtype t, int root) {
-    run(c, [&](auto a) { decltype(a)::broadcast(c, in, out, count, t, root); });
+    run(c, count * size_of(t), true, [&](auto a) { decltype(a)::broadcast(c, in, out, count, t, root); });
   }
   template <class Ctx>
   static void reduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, int root) {
-    run(c, [&](auto a) { decltype(a)::reduce(c, in, out, count, t, o, root); });
+    run(c, count * size_of(t), true, [&](auto a) { decltype(a)::reduce(c, in, out, count, t, o, root); });
   }
   template <class Ctx>
   static void alltoall(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
-    run(c, [&](auto a) { decltype(a)::alltoall(c, in, out, count, t); });
+    run(c, 0, false, [&](auto a) { decltype(a)::alltoall(c, in, out, count, t); });
   }
   template <class Ctx>
   static void barrier(Ctx& c) {
-    run(c, [&](auto a) { decltype(a)::barrier(c); });
+    run(c, 0, true, [&](auto a) { decltype(a)::barrier(c); });
   }
 
  private:
   //! Calls f with an object whose type names the algorithm to run (`decltype(a)::allreduce(...)`).
+  //! Over a two-sided host transport: eager when the call rides in its frames (`in_frames`: eager
+  //! has a one-round schedule for the collective, and `bytes` fits; the codec is lossless), else
+  //! eager's check first, then the schedule.
   template <class Ctx, class F>
-  static void run(Ctx& c, F&& f) {
+  static void run(Ctx& c, std::size_t bytes, bool in_frames, F&& f) {
     using T = typename Ctx::transport_type;
+    if constexpr (!one_sided_transport<T> && !T::traits.device_memory) {
+      if (in_frames && Ctx::lossless && eager::fits(bytes)) return f(eager{});
+      if (c.descriptor()) {
+        eager::agree(c);
+        c.mark_checked();
+      }
+    }
     if constexpr (spans_nodes<T>) {
       if (c.nodes().even()) return f(across_nodes_for<T>{});
       return f(ring{});

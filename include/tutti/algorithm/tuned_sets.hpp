@@ -6,6 +6,7 @@
 //! reader lacks is refused with its row and line).
 #pragma once
 #include "tutti/algorithm/direct.hpp"
+#include "tutti/algorithm/eager.hpp"
 #include "tutti/algorithm/halving_doubling.hpp"
 #include "tutti/algorithm/hierarchical.hpp"
 #include "tutti/algorithm/ring.hpp"
@@ -18,8 +19,11 @@ namespace tutti::algorithm {
 //! hierarchical<direct, ring> serves simulated nodes (tutti-run --ranks-per-node).
 using tuned_on_one_host = tuned<ring, direct, halving_doubling, tree, hierarchical<direct, ring>>;
 
-//! Across hosts (transport::multi_node: shm inside each host, UCX between): flat schedules over the
-//! network, and hierarchical with ring or direct inside each host.
-using tuned_across_hosts = tuned<ring, halving_doubling, tree, hierarchical<ring, ring>, hierarchical<direct, ring>>;
+//! Across hosts (transport::multi_node: shm inside each host, UCX between): eager first, so that
+//! its frames carry every call's argument check (tuned's checker: the first candidate that checks)
+//! and small calls can finish in them; flat schedules over the network, and hierarchical with ring
+//! or direct inside each host.
+using tuned_across_hosts =
+    tuned<eager, ring, halving_doubling, tree, hierarchical<ring, ring>, hierarchical<direct, ring>>;
 
 }  // namespace tutti::algorithm
