@@ -93,9 +93,9 @@ int main(int argc, char** argv) {
                 t.samples.size(), r.residuals.size(), r.left_out,
                 holdouts.empty() ? "" : ", held-out layouts predicted from the others");
     std::printf("alpha_intra %.4g s  beta_intra %.4g s/B (%.3g GB/s)  alpha_inter %.4g s  beta_inter %.4g s/B (%.3g GB/s)\n"
-                "gamma %.4g s/B (%.3g GB/s)  switch_cost %.4g s  memory_beta %.4g s/B (cache %.0f B)  fit rms %.1f %%  max %.1f %%\n\n",
+                "gamma %.4g s/B (%.3g GB/s)  alpha_sync %.4g s  base_latency %.4g s  switch_cost %.4g s  memory_beta %.4g s/B (cache %.0f B)  fit rms %.1f %%  max %.1f %%\n\n",
                 p.intra.alpha, p.intra.beta, p.intra.beta > 0 ? 1e-9 / p.intra.beta : 0.0, p.inter.alpha, p.inter.beta,
-                p.inter.beta > 0 ? 1e-9 / p.inter.beta : 0.0, p.gamma, p.gamma > 0 ? 1e-9 / p.gamma : 0.0, p.switch_cost, p.memory_beta, p.machine.cache_bytes,
+                p.inter.beta > 0 ? 1e-9 / p.inter.beta : 0.0, p.gamma, p.gamma > 0 ? 1e-9 / p.gamma : 0.0, p.alpha_sync, p.base_latency, p.switch_cost, p.memory_beta, p.machine.cache_bytes,
                 100 * r.model.rms_relative_error, 100 * r.model.max_relative_error);
 
     std::FILE* csv = csv_path.empty() ? nullptr : std::fopen(csv_path.c_str(), "w");

@@ -5,8 +5,9 @@
 //! equation is divided by its measured time: the fit minimises the relative error, and a 2 µs
 //! point counts as much as a 2 s one. A parameter no sample exercises (a single-node run has no
 //! inter-node terms) is left at 0 and not reported as fitted. The oversubscription term's
-//! switch_cost and the cache term's memory_beta (tuner/predict.hpp) are a sixth and seventh
-//! column, fitted only when some sample has more ranks than cores / outgrows the cache. Needs Eigen 3 (tutti::eigen).
+//! switch_cost, the cache term's memory_beta (tuner/predict.hpp), the one-sided
+//! synchronisation's alpha_sync and the per-call base_latency are columns 6 to 9, each fitted only
+//! when some sample exercises it (more ranks than cores, outgrowing the cache, algorithm::direct). Needs Eigen 3 (tutti::eigen).
 #pragma once
 #include <Eigen/Core>
 #include <Eigen/QR>
@@ -36,21 +37,23 @@ struct fit_result {
   std::array<bool, 5> fitted{};      //!< alpha_intra, beta_intra, alpha_inter, beta_inter, gamma: exercised
   bool switch_cost_fitted = false;   //!< some sample was oversubscribed (cost_terms::s != 0)
   bool memory_beta_fitted = false;   //!< some sample outgrew the cache (cost_terms::m != 0)
+  bool alpha_sync_fitted = false;    //!< some sample synchronised one-sidedly (cost_terms::e != 0)
+  bool base_latency_fitted = false;  //!< some sample was a collective call (cost_terms::c != 0)
   double rms_relative_error = 0;     //!< sqrt(mean(((predicted - measured) / measured)^2))
   double max_relative_error = 0;     //!< max |predicted - measured| / measured
   std::size_t samples = 0;
 };
 
 namespace detail {
-inline constexpr std::size_t fit_columns = 7;
+inline constexpr std::size_t fit_columns = 9;
 inline std::array<double, fit_columns> as_row(const cost_terms& t) noexcept {
-  return {t.a_intra, t.b_intra, t.a_inter, t.b_inter, t.g, t.s, t.m};
+  return {t.a_intra, t.b_intra, t.a_inter, t.b_inter, t.g, t.s, t.m, t.e, t.c};
 }
 //! min |a x - b| subject to x >= 0 (Lawson and Hanson, "Solving Least Squares Problems", 1974,
 //! ch. 23): every parameter is a cost, and an unconstrained fit over nearly collinear columns
 //! (namespace hosts, where alpha_intra and alpha_inter, or the switch cost and alpha, move
 //! together) answered with alphas of -3e8 s and a switch cost of +1e9 s that cancel. Eigen 3.4 has
-//! no NNLS outside `unsupported/`, which Debian's package lacks; with at most 7 unknowns the active
+//! no NNLS outside `unsupported/`, which Debian's package lacks; with at most 9 unknowns the active
 //! set method is a few QR solves. Bounded: at most 3 x columns outer steps.
 inline Eigen::VectorXd nonnegative_least_squares(const Eigen::MatrixXd& a, const Eigen::VectorXd& b) {
   const Eigen::Index n = a.cols();
@@ -116,6 +119,8 @@ inline Eigen::VectorXd nonnegative_least_squares(const Eigen::MatrixXd& a, const
   for (std::size_t k = 0; k < r.fitted.size(); ++k) r.fitted[k] = used[k];
   r.switch_cost_fitted = used[5];
   r.memory_beta_fitted = used[6];
+  r.alpha_sync_fitted = used[7];
+  r.base_latency_fitted = used[8];
   std::array<int, detail::fit_columns> column{};  // parameter k -> column of the system, or -1
   int unknowns = 0;
   for (std::size_t k = 0; k < column.size(); ++k) column[k] = used[k] ? unknowns++ : -1;
@@ -141,6 +146,8 @@ inline Eigen::VectorXd nonnegative_least_squares(const Eigen::MatrixXd& a, const
   r.parameters = {{value[0], value[1]}, {value[2], value[3]}, value[4]};
   r.parameters.switch_cost = value[5];
   r.parameters.memory_beta = value[6];
+  r.parameters.alpha_sync = value[7];
+  r.parameters.base_latency = value[8];
   double sum = 0;
   for (const auto& s : samples) {
     const double e = (seconds(r.parameters, s.terms) - s.seconds) / s.seconds;

@@ -73,7 +73,8 @@ struct samples_fit {
   const cost_parameters& p = out.fit.parameters;
   out.model.alpha_intra = p.intra.alpha, out.model.beta_intra = p.intra.beta;
   out.model.alpha_inter = p.inter.alpha, out.model.beta_inter = p.inter.beta;
-  out.model.gamma = p.gamma, out.model.switch_cost = p.switch_cost;
+  out.model.gamma = p.gamma, out.model.switch_cost = p.switch_cost, out.model.alpha_sync = p.alpha_sync;
+  out.model.base_latency = p.base_latency;
   out.model.memory_beta = p.memory_beta, out.model.cache_bytes = o.machine.cache_bytes;
   out.model.network_on_cpus = o.machine.network_on_cpus;
   out.model.rms_relative_error = out.fit.rms_relative_error, out.model.max_relative_error = out.fit.max_relative_error;
