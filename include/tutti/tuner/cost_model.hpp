@@ -45,6 +45,10 @@ struct machine_shape {
   //! The "network" runs on the nodes' own CPUs (namespace hosts or simulated nodes on one
   //! machine): oversubscription stretches its terms too.
   bool network_on_cpus = false;
+  //! With network_on_cpus: the network's links are shaped (tc, 1 Gbit/s here), so they, not the
+  //! CPUs, pace its bytes, and a node's ranks crossing at once share them. Without it the bytes
+  //! of such a network are CPU copies at both ends (unshaped veth): each end pays on its own level.
+  bool links_shaped = false;
   //! Copies a byte sent as a message inside a node costs: 2 through shared memory (into the
   //! ring's slot and out), 1 over NVLink or RDMA. beta_intra prices a message byte; a one-sided
   //! copy or read (algorithm::direct) costs 1 / message_copies of it.

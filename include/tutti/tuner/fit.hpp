@@ -16,6 +16,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,7 +35,7 @@ struct timed_sample {
 //! What a fit found, and how well it explains the samples it was fitted to.
 struct fit_result {
   cost_parameters parameters;
-  std::array<bool, 5> fitted{};      //!< alpha_intra, beta_intra, alpha_inter, beta_inter, gamma: exercised
+  std::array<bool, 5> fitted{};      //!< alpha_intra, beta_intra, alpha_inter, beta_inter, gamma: exercised and not held
   bool switch_cost_fitted = false;   //!< some sample was oversubscribed (cost_terms::s != 0)
   bool memory_beta_fitted = false;   //!< some sample outgrew the cache (cost_terms::m != 0)
   bool alpha_sync_fitted = false;    //!< some sample synchronised one-sidedly (cost_terms::e != 0)
@@ -102,9 +103,25 @@ inline Eigen::VectorXd nonnegative_least_squares(const Eigen::MatrixXd& a, const
 
 }  // namespace detail
 
-//! Least-squares fit of the parameters the samples exercise. Throws invalid_argument for a
+//! Parameters known before the fit (measured on another table of the same machine), which it
+//! keeps instead of finding; in the order of the terms' columns (detail::as_row).
+using held_parameters = std::array<std::optional<double>, detail::fit_columns>;
+
+//! The parameters of one node's CPUs and shared memory — alpha_intra, beta_intra, gamma,
+//! switch_cost, memory_beta, alpha_sync, base_latency — held at `p`'s: namespace hosts share the
+//! machine whose shm table fitted them, and their own samples, dominated by the network, cannot
+//! tell them apart from the network's terms (tuner/fit_table.hpp's fit_options::held).
+[[nodiscard]] inline held_parameters node_parameters_of(const cost_parameters& p) noexcept {
+  held_parameters h;
+  h[0] = p.intra.alpha, h[1] = p.intra.beta, h[4] = p.gamma, h[5] = p.switch_cost, h[6] = p.memory_beta;
+  h[7] = p.alpha_sync, h[8] = p.base_latency;
+  return h;
+}
+
+//! Least-squares fit of the parameters the samples exercise (those in `held` are kept at its
+//! values, and their part of each time subtracted first). Throws invalid_argument for a
 //! non-positive or non-finite time, or fewer samples than parameters to fit.
-[[nodiscard]] inline fit_result fit(std::span<const timed_sample> samples) {
+[[nodiscard]] inline fit_result fit(std::span<const timed_sample> samples, const held_parameters& held = {}) {
   fit_result r;
   r.samples = samples.size();
   std::array<bool, detail::fit_columns> used{};
@@ -116,14 +133,16 @@ inline Eigen::VectorXd nonnegative_least_squares(const Eigen::MatrixXd& a, const
     const auto row = detail::as_row(samples[i].terms);
     for (std::size_t k = 0; k < row.size(); ++k) used[k] = used[k] || row[k] != 0;
   }
-  for (std::size_t k = 0; k < r.fitted.size(); ++k) r.fitted[k] = used[k];
-  r.switch_cost_fitted = used[5];
-  r.memory_beta_fitted = used[6];
-  r.alpha_sync_fitted = used[7];
-  r.base_latency_fitted = used[8];
+  std::array<bool, detail::fit_columns> free = used;
+  for (std::size_t k = 0; k < free.size(); ++k) free[k] = used[k] && !held[k];
+  for (std::size_t k = 0; k < r.fitted.size(); ++k) r.fitted[k] = free[k];
+  r.switch_cost_fitted = free[5];
+  r.memory_beta_fitted = free[6];
+  r.alpha_sync_fitted = free[7];
+  r.base_latency_fitted = free[8];
   std::array<int, detail::fit_columns> column{};  // parameter k -> column of the system, or -1
   int unknowns = 0;
-  for (std::size_t k = 0; k < column.size(); ++k) column[k] = used[k] ? unknowns++ : -1;
+  for (std::size_t k = 0; k < column.size(); ++k) column[k] = free[k] ? unknowns++ : -1;
   if (unknowns == 0 || samples.size() < static_cast<std::size_t>(unknowns))
     throw invalid_argument("tuner::fit: " + std::to_string(samples.size()) + " sample(s) for " + std::to_string(unknowns) +
                            " parameter(s) to fit; need at least as many samples, and at least one parameter");
@@ -132,8 +151,10 @@ inline Eigen::VectorXd nonnegative_least_squares(const Eigen::MatrixXd& a, const
   Eigen::VectorXd b = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(samples.size()));
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const auto row = detail::as_row(samples[i].terms);
-    for (std::size_t k = 0; k < row.size(); ++k)
+    for (std::size_t k = 0; k < row.size(); ++k) {
       if (column[k] >= 0) a(static_cast<Eigen::Index>(i), column[k]) = row[k] / samples[i].seconds;
+      else if (held[k]) b(static_cast<Eigen::Index>(i)) -= row[k] * *held[k] / samples[i].seconds;
+    }
   }
   // Columns differ by many orders of magnitude (messages vs bytes): scale each to unit norm first.
   Eigen::VectorXd norms = a.colwise().norm().transpose();
@@ -143,6 +164,7 @@ inline Eigen::VectorXd nonnegative_least_squares(const Eigen::MatrixXd& a, const
   std::array<double, detail::fit_columns> value{};
   for (std::size_t k = 0; k < column.size(); ++k)
     if (column[k] >= 0) value[k] = x(column[k]);
+    else if (held[k]) value[k] = *held[k];
   r.parameters = {{value[0], value[1]}, {value[2], value[3]}, value[4]};
   r.parameters.switch_cost = value[5];
   r.parameters.memory_beta = value[6];

@@ -100,13 +100,14 @@ struct composed_parts {
 //! terms by all ranks of the node, the bytes' terms by the `busy` ones (competing_ranks); cores
 //! <= 0: unknown, none.
 [[nodiscard]] inline cost_terms oversubscribed(cost_terms t, double ranks_per_node, double cores_per_node, double busy = 0,
-                                               bool network_on_cpus = false) noexcept {
+                                               bool network_on_cpus = false, bool links_shaped = false) noexcept {
   if (!(cores_per_node > 0) || ranks_per_node <= cores_per_node) return t;
   const double o = ranks_per_node / cores_per_node;
   const double ob = std::max(1.0, (busy > 0 ? busy : ranks_per_node) / cores_per_node);
   t.s += (t.a_intra + t.a_inter + t.e) * (1 - 1 / o);
   t.a_intra *= o, t.e *= o, t.c *= o, t.b_intra *= ob, t.g *= ob, t.m *= ob;
-  if (network_on_cpus) t.a_inter *= o, t.b_inter *= ob;
+  if (network_on_cpus) t.a_inter *= o;
+  if (network_on_cpus && !links_shaped) t.b_inter *= ob;  // a shaped link paces its bytes whoever runs
   return t;
 }
 
@@ -141,7 +142,7 @@ inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, coll
   const int q = ranks_on_a_node(where);
   const auto parts = split_composed_name(algorithm);
   const double links = m.node_links;
-  if (!parts) return flat_schedule_terms(algorithm, c, {where.world, q, links, m.message_copies, m.network_on_cpus}, S, set);
+  if (!parts) return flat_schedule_terms(algorithm, c, {where.world, q, links, m.message_copies, m.network_on_cpus, m.links_shaped}, S, set);
   if (parts->outer != "hierarchical" || where.ranks_per_node <= 0) return std::nullopt;  // hierarchical refuses uneven nodes
   const int nodes = where.nodes;
   const layout node{q, 1, q};        // one node: the intra algorithm's view (it may be composed too)
@@ -162,7 +163,8 @@ inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, coll
           const auto x = schedule_terms(parts->second, collective::allreduce, across, body / q, set, m);
           const auto ag = schedule_terms(parts->first, collective::allgather, node, body, set, m);
           if (!rs || !x || !ag) return std::nullopt;
-          t += *rs + crowded(*x, std::max(1.0, q / std::max(1.0, links))) + *ag;
+          const flat_shape shape{where.world, q, links, m.message_copies, m.network_on_cpus, m.links_shaped};
+          t += *rs + crowded(*x, shape.crowd()) + *ag;
         }
         if (tail > 0) {
           const auto i = schedule_terms(parts->first, collective::allreduce, node, tail, set, m);
@@ -187,7 +189,7 @@ inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, coll
       if (!x || !i) return std::nullopt;
       return *x + *i;
     }
-    case collective::alltoall: return pairwise_alltoall({where.world, q, links, m.message_copies, m.network_on_cpus}, S);
+    case collective::alltoall: return pairwise_alltoall({where.world, q, links, m.message_copies, m.network_on_cpus, m.links_shaped}, S);
     default: return std::nullopt;  // reduce_scatter, allgather: block permutations not modelled
   }
 }
@@ -215,7 +217,8 @@ inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, coll
   if (where.world > 1) t->c += 1;  // the call itself
   const double q = ranks_on_a_node(where), busy = competing_ranks(algorithm, where);
   const double cache = cores_per_node > 0 && busy > cores_per_node ? m.cache_bytes * cores_per_node / busy : m.cache_bytes;
-  return oversubscribed(spilled(*t, S, cache, m.network_on_cpus), q, cores_per_node, busy, m.network_on_cpus);
+  return oversubscribed(spilled(*t, S, cache, m.network_on_cpus && !m.links_shaped), q, cores_per_node, busy, m.network_on_cpus,
+                        m.links_shaped);
 }
 
 //! Predicted seconds of `algorithm` for `c` on `bytes` over `where` (terms_of, priced with `p`).

@@ -47,10 +47,14 @@ struct flat_shape {
   double links = 1;
   double message_copies = 2;  //!< machine_shape::message_copies
   bool network_on_cpus = false;  //!< machine_shape::network_on_cpus
+  bool links_shaped = false;     //!< machine_shape::links_shaped
+  //! The network's bytes are copies by the CPUs at both ends, with no link to pace or share.
+  [[nodiscard]] bool bytes_on_cpus() const noexcept { return network_on_cpus && !links_shaped; }
   [[nodiscard]] bool one_node() const noexcept { return per_node >= ranks; }
   [[nodiscard]] level flat_level() const noexcept { return one_node() ? level::intra : level::inter; }
-  //! Inter-node bytes factor when every rank of a node crosses at once.
-  [[nodiscard]] double crowd() const noexcept { return std::max(1.0, per_node / std::max(1.0, links)); }
+  //! Inter-node bytes factor when every rank of a node crosses at once (none without a link to
+  //! share: then it is the CPUs that are shared, which oversubscription prices).
+  [[nodiscard]] double crowd() const noexcept { return bytes_on_cpus() ? 1 : std::max(1.0, per_node / std::max(1.0, links)); }
 };
 
 namespace detail {
@@ -71,11 +75,13 @@ inline cost_terms pairwise_alltoall(const flat_shape& sh, double S) {
 //! A flat schedule's step on several nodes. With a NIC the crossing link sets the pace: the whole
 //! step is charged between nodes. When the network is the nodes' own CPUs (machine_shape::
 //! network_on_cpus), a message costs its ends CPU time on its own level, so only the share
-//! `crossing` of the messages and bytes that do cross is charged between nodes, the rest inside.
+//! `crossing` of the messages that do cross is charged between nodes, the rest inside; and so of
+//! the bytes too, unless a link paces them (machine_shape::links_shaped).
 inline cost_terms on_levels(const flat_shape& sh, double crossing, double messages, double bytes, double reduced) noexcept {
   if (sh.one_node() || !sh.network_on_cpus) return on(sh.flat_level(), messages, bytes, reduced);
-  cost_terms t = on(level::inter, crossing * messages, crossing * bytes, reduced);
-  t.a_intra = (1 - crossing) * messages, t.b_intra = (1 - crossing) * bytes;
+  const bool cpu_bytes = sh.bytes_on_cpus();
+  cost_terms t = on(level::inter, crossing * messages, cpu_bytes ? crossing * bytes : bytes, reduced);
+  t.a_intra = (1 - crossing) * messages, t.b_intra = cpu_bytes ? (1 - crossing) * bytes : 0;
   return t;
 }
 //! Ring: with q >= 2 ranks per node each rank sends on one level and receives on the other.
@@ -175,8 +181,11 @@ inline std::optional<cost_terms> tree(collective c, const flat_shape& sh, double
     case collective::allreduce: {
       // 2D + k - 1 steps per tree: a chunk climbs D levels and descends D while later ones follow.
       // The cut between the trees is kept on a 64-byte line, so up to 64 B only tree 0 carries
-      // data. A rank handles each tree's messages in turn (one CPU): alpha is paid per tree and
-      // step (measured here, 2 ranks: 1.0 us at 32 B on one tree, 1.5 at 128 B on two). In the
+      // data. Through shared memory a message's cost is its ends' CPU time, and a rank handles
+      // each tree's messages in turn: alpha_intra is paid per tree and step (measured here, 2
+      // ranks: 1.0 us at 32 B on one tree, 1.5 at 128 B on two); a network's latency is paid
+      // once per step, both trees' messages in flight at once (namespace hosts, 4 x 2 x 2:
+      // 59 us at 32 B, 67 at 128 B). In the
       // k - 1 steps where both directions run, the busiest rank sends `sends` chunks (up in both
       // trees, down to its children in the one where it is interior: 4 from 4 ranks on, 3 on 3,
       // 2 on 2, where each rank is one tree's root and the other's leaf) and reduces `reduces`
@@ -187,8 +196,10 @@ inline std::optional<cost_terms> tree(collective c, const flat_shape& sh, double
       const double trees = one_tree ? 1 : 2, tk = one_tree ? rounds_of(S, set.chunk_bytes) : k, tc = S / trees / tk;
       const double sends = one_tree ? std::min(n - 1.0, 3.0) : std::min(static_cast<double>(n), 4.0);
       const double reduces = std::min(n - 1.0, 2.0);
-      return on_levels(sh, tree_crossing(sh), trees * (2 * D + tk - 1), sends * tc * (tk - 1) + trees * D * tc,
-                       reduces * tc * (tk + D - 1));
+      cost_terms t = on_levels(sh, tree_crossing(sh), trees * (2 * D + tk - 1), sends * tc * (tk - 1) + trees * D * tc,
+                               reduces * tc * (tk + D - 1));
+      t.a_inter /= trees;  // the network's latency: both trees' messages are in flight at once
+      return t;
     }
     case collective::broadcast: return on(l, D + k, 2 * ch * (D + k), 0);  // + the hop root -> v = 1
     case collective::reduce: return on(l, D + k, 2 * ch * (D + k), 2 * ch * (D + k));
