@@ -9,14 +9,16 @@
 //!
 //! Oversubscription (more ranks on a node than cores for them, as 3 or 4 ranks on this 2-core VM):
 //! with q ranks on c < q cores only c run at a time, so work every rank does in parallel on its
-//! node's CPUs — copying through shared memory (intra alpha and beta) and reducing (gamma) —
-//! stretches by q / c; and a rank that waits for a peer finds it descheduled with probability
-//! 1 - c / q (the share of the node's ranks not running at a given moment) and then waits for a
-//! scheduler switch, `switch_cost` seconds, fitted. So with o = max(1, q / c):
-//!   t = o (a_intra alpha_intra + b_intra beta_intra + g gamma) + a_inter alpha_inter
-//!       + b_inter beta_inter + (a_intra + a_inter)(1 - 1/o) switch_cost.
+//! node's CPUs — copying through shared memory (intra alpha and beta), one-sided epochs
+//! (alpha_sync), the call itself (base_latency) and reducing (gamma) — stretches by q / c; and a
+//! rank that waits for a peer finds it descheduled with probability 1 - c / q (the share of the
+//! node's ranks not running at a given moment) and then waits for a scheduler switch,
+//! `switch_cost` seconds, fitted. So with o = max(1, q / c):
+//!   t = o (a_intra alpha_intra + b_intra beta_intra + g gamma + e alpha_sync + c base_latency)
+//!       + a_inter alpha_inter + b_inter beta_inter + (a_intra + a_inter + e)(1 - 1/o) switch_cost.
 //! Network terms are not stretched: a NIC moves bytes whether or not its rank is running — unless
-//! the "network" is the same CPUs (namespace hosts, simulated nodes: machine_shape::network_on_cpus).
+//! the "network" is the same CPUs (namespace hosts, simulated nodes: machine_shape::network_on_cpus;
+//! its bytes then only where no shaped link paces them, machine_shape::links_shaped).
 //! docs/tuning.md ("The cost model") has the measurements behind this.
 //!
 //! The cache term: copies and reductions run at cache speed while what a rank touches fits its
