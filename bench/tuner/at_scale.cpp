@@ -33,6 +33,11 @@ cost_parameters cluster() {
   p.intra = {0.6e-6, 1.0 / 450e9};
   p.inter = {2.7e-6, 1.0 / 50e9};
   p.gamma = 1.0 / 1.1e12;
+  // direct's epochs: a flag written over NVLink and polled, one NVLink hop (NCCL's LL latency)
+  p.alpha_sync = p.intra.alpha;
+  // NCCL's base latency of a ring/tree allreduce (baseLatencies, LL): launch and first step;
+  // every GPU collective pays it, so tutti's schedules pay it too (it moves no crossover).
+  p.base_latency = 6.6e-6;
   p.machine.node_links = gpus_per_node;
   p.machine.message_copies = 1;  // NVLink moves a message's byte once; direct's reads cost the same
   // Without the argument check (TUTTI_CHECK=0): tutti's check sends a descriptor to every peer,
@@ -40,10 +45,6 @@ cost_parameters cluster() {
   p.machine.check = tutti::tuner::argument_check::none;
   return p;
 }
-//! NCCL's base latency of a ring/tree allreduce (baseLatencies, LL): launch and first step; every
-//! GPU collective pays it, so it is added to tutti's schedules too (it moves no crossover).
-constexpr double base_latency_us = 6.6;
-
 //! NCCL's model of its ring and tree allreduce (tuning.cc) for this topology: Hopper, x86 Intel
 //! CPUs, nNodes > 2 (so bw = the graph's bwInter), 16 channels of 24 GB/s (NET_BW is 12 per
 //! 100 Gb/s: 8 NDR NICs = 384 GB/s, two channels per NIC), balanced trees, no NVLS/CollNet.
@@ -162,7 +163,7 @@ int main(int argc, char** argv) {
       std::vector<double> us;
       for (auto c : candidates) {
         const auto s = tutti::tuner::predicted_seconds(p, c, collective::allreduce, where, bytes);
-        us.push_back(s ? *s * 1e6 + base_latency_us : -1);
+        us.push_back(s ? *s * 1e6 : -1);
         if (s && us.back() < best_us) best_us = us.back(), best = std::string(c);
         if (csv) std::printf("%d,%.0f,\"%.*s\",%.3f\n", nodes, bytes, static_cast<int>(c.size()), c.data(), us.back());
       }

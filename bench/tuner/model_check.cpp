@@ -1,7 +1,7 @@
 //! @file model_check.cpp  tutti-model-check: the cost model fitted to a tuning table's samples, and each sample predicted against its measurement.
 //!
 //! Usage: tutti-model-check TABLE.json [--machine-cores N | --cores-per-node N] [--node-links L]
-//!                          [--cache-bytes B] [--network-on-cpus 0|1] [--argument-check exchange|epoch|none] [--dtype float|integer] [--holdout WxNxQ]... [--csv FILE]
+//!                          [--cache-bytes B] [--network-on-cpus 0|1] [--links-shaped 0|1] [--argument-check exchange|epoch|none] [--dtype float|integer] [--holdout WxNxQ]... [--node-from SHM.json] [--csv FILE]
 //! Prints the fitted alpha, beta, gamma and switch cost, every sample's measured and predicted
 //! time and relative error, and per layout the RMS and largest error and how many samples are
 //! within 20 % (issue 20's bar). --holdout leaves a layout (world x nodes x ranks per node) out of
@@ -47,8 +47,8 @@ struct error_stats {
 int usage() {
   std::fprintf(stderr,
                "usage: tutti-model-check TABLE.json [--machine-cores N | --cores-per-node N] [--node-links L]\n"
-               "                         [--cache-bytes B] [--network-on-cpus 0|1] [--argument-check exchange|epoch|none]\n"
-               "                         [--dtype float|integer] [--holdout WxNxQ]... [--csv FILE]\n");
+               "                         [--cache-bytes B] [--network-on-cpus 0|1] [--links-shaped 0|1] [--argument-check exchange|epoch|none]\n"
+               "                         [--dtype float|integer] [--holdout WxNxQ]... [--node-from SHM.json] [--csv FILE]\n");
   return 2;
 }
 }  // namespace
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   fit_options o;
   o.of_class = dtype_class::floating;
   std::vector<std::string> holdouts;
-  std::string csv_path;
+  std::string csv_path, node_from;
   for (int i = 2; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (i + 1 >= argc) return usage();
@@ -69,16 +69,26 @@ int main(int argc, char** argv) {
     else if (a == "--node-links") o.machine.node_links = std::atof(v);
     else if (a == "--cache-bytes") o.machine.cache_bytes = std::atof(v);
     else if (a == "--network-on-cpus") o.machine.network_on_cpus = std::string_view(v) == "1";
+    else if (a == "--links-shaped") o.machine.links_shaped = std::string_view(v) == "1";
     else if (a == "--argument-check")
       o.machine.check = std::string_view(v) == "epoch" ? argument_check::epoch
                         : std::string_view(v) == "none" ? argument_check::none
                                                         : argument_check::exchange;
     else if (a == "--dtype") o.of_class = std::string_view(v) == "integer" ? dtype_class::integer : dtype_class::floating;
     else if (a == "--holdout") holdouts.emplace_back(v);
+    else if (a == "--node-from") node_from = v;
     else if (a == "--csv") csv_path = v;
     else return usage();
   }
   try {
+    if (!node_from.empty()) {  // the node's parameters from a shm table of the same machine, fitted as shm tables are
+      fit_options shm = o;
+      shm.machine.network_on_cpus = false, shm.machine.links_shaped = false, shm.machine.check = argument_check::epoch;
+      const table n = read_table_file(node_from);
+      const auto node = fit_samples_with_residuals(n.samples, shm);
+      o.held = node_parameters_of(node.fit.parameters);
+      std::printf("# node parameters held at %s's fit (rms %.1f %%)\n", node_from.c_str(), 100 * node.model.rms_relative_error);
+    }
     const table t = read_table_file(path);
     std::vector<sample> fitted_on;
     for (const auto& s : t.samples) {
@@ -93,9 +103,9 @@ int main(int argc, char** argv) {
                 t.samples.size(), r.residuals.size(), r.left_out,
                 holdouts.empty() ? "" : ", held-out layouts predicted from the others");
     std::printf("alpha_intra %.4g s  beta_intra %.4g s/B (%.3g GB/s)  alpha_inter %.4g s  beta_inter %.4g s/B (%.3g GB/s)\n"
-                "gamma %.4g s/B (%.3g GB/s)  switch_cost %.4g s  memory_beta %.4g s/B (cache %.0f B)  fit rms %.1f %%  max %.1f %%\n\n",
+                "gamma %.4g s/B (%.3g GB/s)  alpha_sync %.4g s  base_latency %.4g s  switch_cost %.4g s  memory_beta %.4g s/B (cache %.0f B)  fit rms %.1f %%  max %.1f %%\n\n",
                 p.intra.alpha, p.intra.beta, p.intra.beta > 0 ? 1e-9 / p.intra.beta : 0.0, p.inter.alpha, p.inter.beta,
-                p.inter.beta > 0 ? 1e-9 / p.inter.beta : 0.0, p.gamma, p.gamma > 0 ? 1e-9 / p.gamma : 0.0, p.switch_cost, p.memory_beta, p.machine.cache_bytes,
+                p.inter.beta > 0 ? 1e-9 / p.inter.beta : 0.0, p.gamma, p.gamma > 0 ? 1e-9 / p.gamma : 0.0, p.alpha_sync, p.base_latency, p.switch_cost, p.memory_beta, p.machine.cache_bytes,
                 100 * r.model.rms_relative_error, 100 * r.model.max_relative_error);
 
     std::FILE* csv = csv_path.empty() ? nullptr : std::fopen(csv_path.c_str(), "w");

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The cost model against measurement: fit a tuning table's samples, print the errors, plot them.
 
-Runs tutti-model-check (bench/tuner/model_check.cpp: fits alpha, beta, gamma, the switch cost and
-the cache term to the table's samples by least squares, the same name -> terms mapping that
-tuned<...> predicts with) and writes next to --out:
+Runs tutti-model-check (bench/tuner/model_check.cpp: fits alpha, beta, gamma, the one-sided sync,
+the per-call latency, the switch cost and the cache term to the table's samples by non-negative
+least squares, the same name -> terms mapping that tuned<...> predicts with) and writes next to --out:
   OUT.md   the fitted parameters, every sample's measured and predicted time, per layout the RMS and
            largest error and how many samples are within 20 % (issue 20's bar)
   OUT.csv  one line per sample
@@ -13,10 +13,13 @@ tuned<...> predicts with) and writes next to --out:
 Computes only: the measuring is tutti-tune's (tools/tutti_tune.cpp), run on a quiet machine.
 
 Examples (this 2-core VM, whose shm runs and namespace hosts all share 2 cores):
-  bench/tuner/model_check.py tuning/shm.json --out bench/results/model-shm-20261126 \\
-      --machine-cores 2 --cache-bytes 2M
-  bench/tuner/model_check.py tuning/netns.json --out bench/results/model-netns-20261126 \\
-      --machine-cores 2 --cache-bytes 2M --network-on-cpus --holdout 4x4x1
+  T=tuning/vm-2core-20261126
+  bench/tuner/model_check.py $T/shm.json --out /tmp/model-shm \\
+      --machine-cores 2 --cache-bytes 2M --argument-check epoch
+  bench/tuner/model_check.py $T/netns.json --out /tmp/model-netns \\
+      --machine-cores 2 --cache-bytes 2M --network-on-cpus --node-from $T/shm.json --holdout 4x4x1
+  bench/tuner/model_check.py $T/netns-1gbit.json --out /tmp/model-netns-1gbit \\
+      --machine-cores 2 --cache-bytes 2M --network-on-cpus --links-shaped --node-from $T/shm.json
 """
 import argparse
 import csv
@@ -41,6 +44,11 @@ def main():
     ap.add_argument("--cache-bytes", type=size_arg, default=0, help="a core's cache for the cache term (L2 here: 2M)")
     ap.add_argument("--node-links", type=float, default=1, help="network links per node")
     ap.add_argument("--network-on-cpus", action="store_true", help="the network is the same CPUs (namespace hosts)")
+    ap.add_argument("--links-shaped", action="store_true",
+                    help="with --network-on-cpus: the links are shaped (tc), so they pace the network's bytes")
+    ap.add_argument("--node-from", default=None,
+                    help="a shm table of the same machine: hold the node's parameters (alpha_intra, beta_intra, gamma, "
+                         "alpha_sync, base_latency, switch and cache costs) at its fit; fit only the network's")
     ap.add_argument("--argument-check", default="exchange", choices=["exchange", "epoch", "none"],
                     help="how the measured runs checked arguments: exchange (tutti-bench, TUTTI_CHECK=1), "
                          "epoch (tuned<...> with direct over shm: tutti-tune there), none (TUTTI_CHECK=0)")
@@ -53,7 +61,9 @@ def main():
     tool = args.tool or os.path.join(root, "build", "bench", "tuner", "tutti-model-check")
     cmd = [tool, args.table, "--dtype", args.dtype, "--csv", args.out + ".csv", "--node-links", str(args.node_links),
            "--cache-bytes", str(args.cache_bytes), "--network-on-cpus", "1" if args.network_on_cpus else "0",
-           "--argument-check", args.argument_check]
+           "--links-shaped", "1" if args.links_shaped else "0", "--argument-check", args.argument_check]
+    if args.node_from:
+        cmd += ["--node-from", args.node_from]
     if args.machine_cores:
         cmd += ["--machine-cores", str(args.machine_cores)]
     elif args.cores_per_node:
@@ -68,7 +78,7 @@ def main():
         md.write(run.stdout)
     # the summary: the fitted parameters and the per-layout table
     lines = run.stdout.splitlines()
-    print("\n".join(lines[:3]))
+    print("\n".join(line for line in lines[:4] if line))
     summary = lines[lines.index("| layout | samples | rms error | max error | within 20 % |"):] \
         if "| layout | samples | rms error | max error | within 20 % |" in lines else []
     print("\n".join(summary))

@@ -12,8 +12,9 @@ using tutti::collective;
 
 namespace {
 void check_terms(const std::optional<cost_terms>& t, double a_intra, double b_intra, double a_inter, double b_inter, double g,
-                 double s = 0) {
+                 double s = 0, double e = 0) {
   REQUIRE(t.has_value());
+  CHECK(t->e == doctest::Approx(e));
   CHECK(t->a_intra == doctest::Approx(a_intra));
   CHECK(t->b_intra == doctest::Approx(b_intra));
   CHECK(t->a_inter == doctest::Approx(a_inter));
@@ -55,14 +56,18 @@ TEST_CASE("predict: ring pays its messages once per chunk round") {
 }
 
 TEST_CASE("predict: direct is one-shot up to its knob, two-shot stage by stage above, one node only") {
-  // a copy counts half a message byte (beta_intra prices a message: a copy in and a copy out)
-  check_terms(schedule_of("direct", collective::allreduce, {3, 1, 3}, KiB), 1, 3 * KiB / 2, 0, 0, 2 * KiB);
+  // a copy counts half a message byte (beta_intra prices a message: a copy in and a copy out);
+  // its synchronisations are one-sided epochs (alpha_sync), no messages
+  check_terms(schedule_of("direct", collective::allreduce, {3, 1, 3}, KiB), 0, 3 * KiB / 2, 0, 0, 2 * KiB, 0, 1);
   // 4 MiB = 4 stages of 1 MiB: 2 synchronisations each and the last "done"; copy in, 2(p-1)/p read
-  check_terms(schedule_of("direct", collective::allreduce, one_node4, 4 * MiB), 9, 4 * MiB * 2.5 / 2, 0, 0, 0.75 * 4 * MiB);
+  check_terms(schedule_of("direct", collective::allreduce, one_node4, 4 * MiB), 0, 4 * MiB * 2.5 / 2, 0, 0, 0.75 * 4 * MiB, 0, 9);
   // 48 KiB: two-shot by default (32 KiB), one-shot with direct.one_shot_bytes = 64 KiB
   const std::vector<tuning_value> wider{{"direct.one_shot_bytes", 64 * 1024}};
-  CHECK(schedule_of("direct", collective::allreduce, one_node4, 48 * KiB)->a_intra == 3);
-  CHECK(schedule_of("direct", collective::allreduce, one_node4, 48 * KiB, 0, wider)->a_intra == 1);
+  CHECK(schedule_of("direct", collective::allreduce, one_node4, 48 * KiB)->e == 3);
+  CHECK(schedule_of("direct", collective::allreduce, one_node4, 48 * KiB, 0, wider)->e == 1);
+  // every collective is one call (base_latency), whatever it moves
+  CHECK(schedule_of("direct", collective::allreduce, one_node4, 8)->c == 1);
+  CHECK(schedule_of("ring", collective::allreduce, four_by_one, MiB)->c == 1);
   CHECK_FALSE(schedule_of("direct", collective::allreduce, two_by_two, KiB));  // reads peers' memory: one node
   machine_shape nvlink;
   nvlink.message_copies = 1;  // a one-sided read costs what a message does
@@ -73,11 +78,20 @@ TEST_CASE("predict: direct is one-shot up to its knob, two-shot stage by stage a
 }
 
 TEST_CASE("predict: tree is pipelined, halving_doubling charges each step on its partner's level") {
-  // 4 ranks, 8 B: depth 2, one chunk of 4 B per tree: 4 steps
-  check_terms(schedule_of("tree", collective::allreduce, one_node4, 8), 4, 16, 0, 0, 16);
-  // 64 MiB: 32 MiB per tree in 64 chunks of 512 KiB: 2D + k - 1 = 67 steps, 4 chunks a step once both run
-  check_terms(schedule_of("tree", collective::allreduce, one_node4, 64 * MiB), 67, 4 * 512 * KiB * 63 + 4 * 512 * KiB, 0, 0,
+  // 4 ranks, 8 B: depth 2; up to 64 B the cut between the trees (on a 64-byte line) leaves
+  // everything to tree 0: 4 steps of one chunk of 8 B, the interior rank reducing two children's
+  check_terms(schedule_of("tree", collective::allreduce, one_node4, 8), 4, 16, 0, 0, 32);
+  // 128 B: both trees, 64 B each: twice the messages (a rank handles each tree's in turn)
+  check_terms(schedule_of("tree", collective::allreduce, one_node4, 128), 8, 2 * 2 * 64, 0, 0, 2 * 64 * 2);
+  // 64 MiB: 32 MiB per tree in 64 chunks of 512 KiB: 2D + k - 1 = 67 steps per tree, 4 chunks a
+  // step once both run
+  check_terms(schedule_of("tree", collective::allreduce, one_node4, 64 * MiB), 2 * 67, 4 * 512 * KiB * 63 + 4 * 512 * KiB, 0, 0,
               2 * 512 * KiB * 65);
+  // 2 ranks: each is one tree's root and the other's leaf: 2 chunks sent and 1 reduced a step
+  check_terms(schedule_of("tree", collective::allreduce, {2, 1, 2}, 64 * MiB), 2 * 65, 2 * 512 * KiB * 63 + 2 * 512 * KiB, 0, 0,
+              512 * KiB * 64);
+  // across nodes the network's latency is paid once per step: both trees' messages fly at once
+  check_terms(schedule_of("tree", collective::allreduce, four_by_one, 128), 0, 0, 4, 2 * 2 * 64, 2 * 64 * 2);
   CHECK_FALSE(schedule_of("tree", collective::reduce_scatter, one_node4, 8));
   // 2 x 2: the first halving step (distance 2) crosses nodes with both ranks of a node at once
   check_terms(schedule_of("halving_doubling", collective::allreduce, two_by_two, KiB), 2, 512, 2, 2 * 1024, 768);
@@ -89,14 +103,19 @@ TEST_CASE("predict: tree is pipelined, halving_doubling charges each step on its
 TEST_CASE("predict: hierarchical = intra reduce-scatter + ppn inter allreduces of 1/ppn + intra allgather") {
   // 2 x 2, 1 MiB: direct reduce-scatter (2 epochs), ring over 2 nodes on 512 KiB by both ranks of
   // a node at once through one link (bytes x 2), direct allgather (2 epochs)
-  check_terms(schedule_of("hierarchical<direct, ring>", collective::allreduce, two_by_two, MiB), 4, MiB, 2, MiB, 0.75 * MiB);
+  check_terms(schedule_of("hierarchical<direct, ring>", collective::allreduce, two_by_two, MiB), 0, MiB, 2, MiB, 0.75 * MiB, 0, 4);
   // tree cannot reduce-scatter: reduce to local 0, allreduce the whole vector, broadcast
   const auto t = schedule_of("hierarchical<tree, ring>", collective::allreduce, two_by_two, MiB);
   REQUIRE(t);
   CHECK(t->b_inter == doctest::Approx(MiB));  // ring over 2 on the whole vector, one flow per node
-  // one node: Intra; one rank per node: Inter
-  CHECK(schedule_of("hierarchical<direct, ring>", collective::allreduce, one_node4, MiB)->a_intra ==
-        schedule_of("direct", collective::allreduce, one_node4, MiB)->a_intra);
+  // one node: still Intra's reduce-scatter and allgather (2 + 2 epochs), not Intra's allreduce
+  CHECK(schedule_of("hierarchical<direct, ring>", collective::allreduce, one_node4, MiB)->e == 4);
+  // the count's remainder mod q goes whole through Intra's allreduce (float: 4 B an element):
+  // 3 ranks, 8 floats = blocks of 2 and a tail of 2: 2 + 2 epochs and 1; 2 floats: the tail only
+  CHECK(schedule_of("hierarchical<direct, ring>", collective::allreduce, {3, 1, 3}, 32)->e == 5);
+  CHECK(schedule_of("hierarchical<direct, ring>", collective::allreduce, {3, 1, 3}, 8)->e == 1);
+  // one rank per node: Inter
+
   CHECK(schedule_of("hierarchical<direct, ring>", collective::allreduce, four_by_one, MiB)->b_inter ==
         doctest::Approx(schedule_of("ring", collective::allreduce, four_by_one, MiB)->b_inter));
   CHECK(schedule_of("hierarchical<hierarchical<direct, ring>, ring>", collective::allreduce, two_by_two, MiB));
@@ -132,6 +151,7 @@ TEST_CASE("predict: oversubscription stretches CPU work by ranks/cores and charg
   check_terms(schedule_of("ring", collective::allreduce, four_by_one, 8, 0.5), 0, 0, 6, 12, 2 * 6, 3);
   cost_parameters p{{1e-6, 0}, {}, 0};
   p.switch_cost = 5e-6;
+  p.alpha_sync = 1e-6;  // direct's one epoch, stretched by 1.5 like a message
   CHECK(*predicted_seconds(p, "direct", collective::allreduce, {3, 1, 3}, 8, 2) == doctest::Approx(1.5e-6 + 5e-6 / 3));
 }
 
@@ -153,6 +173,30 @@ TEST_CASE("predict: the cache term charges the share of bytes a rank's 3 S no lo
   CHECK(t->a_inter == 2 * 6);
 }
 
+TEST_CASE("predict: when the network is the CPUs, each end of a message pays on its own level") {
+  machine_shape m;
+  m.network_on_cpus = true;
+  // 2 x 2 ring: every rank sends on one level and receives on the other: half of each, no crowd
+  check_terms(schedule_of("ring", collective::allreduce, two_by_two, MiB, 0, {}, m), 3, 0.75 * MiB, 3, 0.75 * MiB, 0.75 * MiB);
+  // one rank per node: all across
+  check_terms(schedule_of("ring", collective::allreduce, four_by_one, MiB, 0, {}, m), 0, 0, 6, 1.5 * MiB, 0.75 * MiB);
+  // tree on 2 x 2: the level-1 edges (2 labels apart) all cross, the level-2 ones half: 3/4;
+  // the network's latency once per step, shared memory's per tree
+  check_terms(schedule_of("tree", collective::allreduce, two_by_two, 128, 0, {}, m), 2, 0.25 * 256, 3, 0.75 * 256, 256);
+  // a shaped link paces the bytes: all of a ring step's on the link, and halving_doubling's
+  // crossing steps crowd the node's one link with both its ranks
+  m.links_shaped = true;
+  check_terms(schedule_of("ring", collective::allreduce, two_by_two, MiB, 0, {}, m), 3, 0, 3, 1.5 * MiB, 0.75 * MiB);
+  CHECK(schedule_of("halving_doubling", collective::allreduce, two_by_two, KiB, 0, {}, m)->b_inter == 2 * KiB);
+  m.links_shaped = false;
+  CHECK(schedule_of("halving_doubling", collective::allreduce, two_by_two, KiB, 0, {}, m)->b_inter == KiB);
+  // oversubscribed (2 x 2 on 2 cores: o = 2): the CPUs' bytes stretch, a shaped link's do not
+  CHECK(schedule_of("ring", collective::allreduce, two_by_two, MiB, 1, {}, m)->b_inter == doctest::Approx(1.5 * MiB));
+  m.links_shaped = true;
+  CHECK(schedule_of("ring", collective::allreduce, two_by_two, MiB, 1, {}, m)->b_inter == doctest::Approx(1.5 * MiB));
+  CHECK(schedule_of("ring", collective::allreduce, two_by_two, MiB, 1, {}, m)->a_inter == doctest::Approx(6));
+}
+
 TEST_CASE("predict: halving_doubling's folded-out ranks do not compete for cores in long phases") {
   CHECK(competing_ranks("halving_doubling", {3, 1, 3}) == 2);
   CHECK(competing_ranks("hierarchical<halving_doubling, ring>", {3, 1, 3}) == 2);  // one node: Intra runs
@@ -170,10 +214,15 @@ TEST_CASE("predict: the argument check is part of every measured time") {
   // the communicator's exchange: a descriptor to each of the 3 peers before ring's 6 messages
   CHECK(terms_of("ring", collective::allreduce, one_node4, 8)->a_intra == 6 + 3);
   CHECK(terms_of("ring", collective::allreduce, four_by_one, 8)->a_inter == 6 + 3);
-  CHECK(terms_of("direct", collective::allreduce, one_node4, 8)->a_intra == 1);  // carried in its first epoch
+  CHECK(terms_of("direct", collective::allreduce, one_node4, 8)->e == 1);  // carried in its first epoch
+  CHECK(terms_of("direct", collective::allreduce, one_node4, 8)->a_intra == 0);
+  // across 2 x 2: one descriptor to the rank's own node, two across
+  CHECK(terms_of("ring", collective::allreduce, two_by_two, 8)->a_intra == 1);
+  CHECK(terms_of("ring", collective::allreduce, two_by_two, 8)->a_inter == 6 + 2);
   machine_shape m;
   m.check = argument_check::epoch;  // tuned<...> with direct over shm: direct's agree() first
-  CHECK(terms_of("ring", collective::allreduce, one_node4, 8, 0, {}, m)->a_intra == 6 + 1);
+  CHECK(terms_of("ring", collective::allreduce, one_node4, 8, 0, {}, m)->a_intra == 6);
+  CHECK(terms_of("ring", collective::allreduce, one_node4, 8, 0, {}, m)->e == 1);
   CHECK(terms_of("ring", collective::allreduce, four_by_one, 8, 0, {}, m)->a_inter == 6 + 3);  // no direct across nodes
   m.check = argument_check::none;  // TUTTI_CHECK=0
   CHECK(terms_of("ring", collective::allreduce, one_node4, 8, 0, {}, m)->a_intra == 6);
@@ -182,7 +231,7 @@ TEST_CASE("predict: the argument check is part of every measured time") {
 TEST_CASE("predict: parameters_of takes a table's fitted model") {
   fitted_model m;
   m.alpha_intra = 1, m.beta_intra = 2, m.alpha_inter = 3, m.beta_inter = 4, m.gamma = 5, m.switch_cost = 6;
-  m.memory_beta = 7, m.cache_bytes = 8, m.network_on_cpus = true;
+  m.memory_beta = 7, m.cache_bytes = 8, m.network_on_cpus = true, m.alpha_sync = 9, m.base_latency = 10;
   const auto p = parameters_of(m);
   CHECK(p.intra.alpha == 1);
   CHECK(p.intra.beta == 2);
@@ -191,6 +240,8 @@ TEST_CASE("predict: parameters_of takes a table's fitted model") {
   CHECK(p.gamma == 5);
   CHECK(p.switch_cost == 6);
   CHECK(p.memory_beta == 7);
+  CHECK(p.alpha_sync == 9);
+  CHECK(p.base_latency == 10);
   CHECK(p.machine.cache_bytes == 8);
   CHECK(p.machine.network_on_cpus);
   CHECK(p.machine.node_links == 1);
@@ -199,10 +250,12 @@ TEST_CASE("predict: parameters_of takes a table's fitted model") {
 #if TUTTI_HAVE_EIGEN
 #include <tutti/tuner/fit_table.hpp>
 
-TEST_CASE("fit_samples: recovers alpha, beta, gamma and the switch cost from a synthetic tune run within 5 %") {
+TEST_CASE("fit_samples: recovers alpha, beta, gamma, the sync, call, switch and cache costs from a synthetic tune run within 5 %") {
   cost_parameters truth{{0.9e-6, 1.0 / 5e9}, {30e-6, 1.0 / 1.1e8}, 1.0 / 4e9};
   truth.switch_cost = 5e-6;
   truth.memory_beta = 1.2e-10;
+  truth.alpha_sync = 0.3e-6;
+  truth.base_latency = 0.6e-6;
   truth.machine.cache_bytes = 2 * MiB;
   const double cores = 2;
   fit_options options;
@@ -247,6 +300,10 @@ TEST_CASE("fit_samples: recovers alpha, beta, gamma and the switch cost from a s
   for (bool f : r.fit.fitted) CHECK(f);
   CHECK(r.fit.switch_cost_fitted);
   CHECK(r.fit.memory_beta_fitted);
+  CHECK(r.fit.alpha_sync_fitted);
+  CHECK(r.fit.base_latency_fitted);
+  CHECK(r.model.alpha_sync == doctest::Approx(truth.alpha_sync).epsilon(0.05));
+  CHECK(r.model.base_latency == doctest::Approx(truth.base_latency).epsilon(0.05));
   CHECK(r.model.memory_beta == doctest::Approx(truth.memory_beta).epsilon(0.05));
   CHECK(r.model.cache_bytes == 2 * MiB);
   CHECK(r.model.alpha_intra == doctest::Approx(truth.intra.alpha).epsilon(0.05));
@@ -259,6 +316,23 @@ TEST_CASE("fit_samples: recovers alpha, beta, gamma and the switch cost from a s
   CHECK(r.model.max_relative_error < 0.05);
   for (const auto& e : r.residuals) CHECK(std::abs(e.relative_error()) < 0.05);
   CHECK(fit_samples(samples, options).gamma == doctest::Approx(r.model.gamma));
+
+  // the node's parameters held (from the machine's shm table): only the network's are fitted,
+  // to the samples of several nodes alone, and they come out as well
+  std::vector<sample> across;
+  for (const auto& s : samples)
+    if (s.where.nodes > 1) across.push_back(s);
+  fit_options held = options;
+  held.held = node_parameters_of(truth);
+  const auto h = fit_samples_with_residuals(across, held);
+  CHECK_FALSE(h.fit.fitted[0]);
+  CHECK(h.fit.fitted[2]);
+  CHECK_FALSE(h.fit.alpha_sync_fitted);
+  CHECK(h.model.alpha_intra == truth.intra.alpha);
+  CHECK(h.model.base_latency == truth.base_latency);
+  CHECK(h.model.alpha_inter == doctest::Approx(truth.inter.alpha).epsilon(0.05));
+  CHECK(h.model.beta_inter == doctest::Approx(truth.inter.beta).epsilon(0.05));
+  CHECK(h.model.max_relative_error < 0.05);
 
   // a table whose samples the model cannot use is refused, naming the count
   CHECK_THROWS_WITH_AS((void)fit_samples(std::span(samples).first(3), options), doctest::Contains("0 sample(s)"), tutti::invalid_argument);

@@ -41,7 +41,7 @@ table full_table() {
   t.made.tune_seconds = 93.5;
   t.made.noise_rule = "the rule";
   t.model = fitted_model{.alpha_intra = 1e-6, .beta_intra = 2.5e-10, .alpha_inter = 3e-6, .beta_inter = 1.0 / 3.0,
-                         .gamma = 1e-11, .switch_cost = 2e-5, .memory_beta = 3e-10, .cache_bytes = 1 << 20,
+                         .gamma = 1e-11, .switch_cost = 2e-5, .alpha_sync = 4e-7, .base_latency = 5e-7, .memory_beta = 3e-10, .cache_bytes = 1 << 20,
                          .network_on_cpus = true, .rms_relative_error = 0.05, .max_relative_error = 0.19,
                          .samples = 120};
   row a = make_row(0, 2047, "halving_doubling");
@@ -168,6 +168,8 @@ TEST_CASE("table_json: round trip; the hash is the same however the JSON is spac
   CHECK(back.model->beta_inter == 1.0 / 3.0);
   CHECK(back.model->switch_cost == 2e-5);
   CHECK(back.model->memory_beta == 3e-10);
+  CHECK(back.model->alpha_sync == 4e-7);
+  CHECK(back.model->base_latency == 5e-7);
   CHECK(back.model->cache_bytes == 1 << 20);
   CHECK(back.model->network_on_cpus);
   CHECK(back.made.hosts == t.made.hosts);
@@ -187,6 +189,12 @@ TEST_CASE("table_json: round trip; the hash is the same however the JSON is spac
   CHECK(h.rows[0].dtypes == dtype_class::floating);
   CHECK(table_hash(h) == table_hash(read_table(with_rows({ok_row}), "other.json")));
   CHECK(read_table(with_rows({}), "empty.json").rows.empty());
+  // A model written before alpha_sync existed priced direct's epochs as messages: read so.
+  const table old = read_table(R"({"format": "tutti-tuning-table", "version": 1, "rows": [],
+                                   "model": {"alpha_intra": 4e-7, "gamma": 1e-11}})", "old.json");
+  REQUIRE(old.model);
+  CHECK(old.model->alpha_sync == 4e-7);
+  CHECK(old.model->base_latency == 0);
 }
 
 TEST_CASE("table_json: every refusal names the file, the row and the line") {

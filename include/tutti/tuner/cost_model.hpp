@@ -45,6 +45,10 @@ struct machine_shape {
   //! The "network" runs on the nodes' own CPUs (namespace hosts or simulated nodes on one
   //! machine): oversubscription stretches its terms too.
   bool network_on_cpus = false;
+  //! With network_on_cpus: the network's links are shaped (tc, 1 Gbit/s here), so they, not the
+  //! CPUs, pace its bytes, and a node's ranks crossing at once share them. Without it the bytes
+  //! of such a network are CPU copies at both ends (unshaped veth): each end pays on its own level.
+  bool links_shaped = false;
   //! Copies a byte sent as a message inside a node costs: 2 through shared memory (into the
   //! ring's slot and out), 1 over NVLink or RDMA. beta_intra prices a message byte; a one-sided
   //! copy or read (algorithm::direct) costs 1 / message_copies of it.
@@ -57,6 +61,14 @@ struct cost_parameters {
   link_cost intra;   //!< between ranks of one node (shared memory)
   link_cost inter;   //!< between nodes (the network)
   double gamma = 0;  //!< seconds per byte reduced (one element-wise op over the bytes)
+  //! Seconds per one-sided synchronisation inside a node (algorithm::direct's epochs: every rank
+  //! raises a flag in shared memory and waits for its peers'), where alpha_intra is a two-sided
+  //! message (a send into a peer's queue, a receive out of it, a completion each side). See
+  //! `cost_terms::e`.
+  double alpha_sync = 0;
+  //! Seconds per collective call whatever it moves: dispatch, the descriptor, the schedule's
+  //! set-up (NCCL's model has the same, its per-collective base latency). See `cost_terms::c`.
+  double base_latency = 0;
   //! Seconds a rank loses when the peer it waits for is not running (more ranks than cores: a
   //! scheduler switch), per synchronisation; see `cost_terms::s` and tuner/predict.hpp.
   double switch_cost = 0;
@@ -67,19 +79,22 @@ struct cost_parameters {
 };
 
 //! A schedule's coefficients: time = a_intra alpha_intra + b_intra beta_intra + a_inter alpha_inter
-//! + b_inter beta_inter + g gamma + s switch_cost + m memory_beta.
+//! + b_inter beta_inter + g gamma + s switch_cost + m memory_beta + e alpha_sync + c base_latency.
 struct cost_terms {
   double a_intra = 0, b_intra = 0, a_inter = 0, b_inter = 0, g = 0;
   double s = 0;  //!< synchronisations expected to find their peer descheduled (0 unless oversubscribed)
   double m = 0;  //!< intra bytes moved or reduced out of cache (0 unless the data outgrows it)
+  double e = 0;  //!< one-sided synchronisations (epochs) inside a node
+  double c = 0;  //!< collective calls (1, or more where a composition calls its parts)
 
   cost_terms& operator+=(const cost_terms& o) noexcept {
     a_intra += o.a_intra, b_intra += o.b_intra, a_inter += o.a_inter, b_inter += o.b_inter, g += o.g, s += o.s, m += o.m;
+    e += o.e, c += o.c;
     return *this;
   }
   //! Every coefficient times k (a phase repeated k times).
   friend cost_terms operator*(cost_terms t, double k) noexcept {
-    t.a_intra *= k, t.b_intra *= k, t.a_inter *= k, t.b_inter *= k, t.g *= k, t.s *= k, t.m *= k;
+    t.a_intra *= k, t.b_intra *= k, t.a_inter *= k, t.b_inter *= k, t.g *= k, t.s *= k, t.m *= k, t.e *= k, t.c *= k;
     return t;
   }
   friend cost_terms operator+(cost_terms a, const cost_terms& b) noexcept { return a += b; }
@@ -88,7 +103,8 @@ struct cost_terms {
 //! Predicted seconds.
 [[nodiscard]] inline double seconds(const cost_parameters& p, const cost_terms& t) noexcept {
   return t.a_intra * p.intra.alpha + t.b_intra * p.intra.beta + t.a_inter * p.inter.alpha +
-         t.b_inter * p.inter.beta + t.g * p.gamma + t.s * p.switch_cost + t.m * p.memory_beta;
+         t.b_inter * p.inter.beta + t.g * p.gamma + t.s * p.switch_cost + t.m * p.memory_beta + t.e * p.alpha_sync +
+         t.c * p.base_latency;
 }
 
 //! Which level a phase runs on.

@@ -29,6 +29,8 @@ struct fit_options {
   //! nodes, namespace hosts on one VM), so a sample's node had machine_cores / nodes of them;
   //! replaces cores_per_node.
   double machine_cores = 0;
+  //! Parameters kept rather than fitted (tuner/fit.hpp: e.g. node_parameters_of another table's fit).
+  held_parameters held{};
   [[nodiscard]] double cores_for(const layout& where) const noexcept {
     return machine_cores > 0 ? machine_cores / (where.nodes > 0 ? where.nodes : 1) : cores_per_node;
   }
@@ -69,11 +71,12 @@ struct samples_fit {
     timed.push_back({*terms, t});
     used.push_back(i);
   }
-  out.fit = fit(timed);
+  out.fit = fit(timed, o.held);
   const cost_parameters& p = out.fit.parameters;
   out.model.alpha_intra = p.intra.alpha, out.model.beta_intra = p.intra.beta;
   out.model.alpha_inter = p.inter.alpha, out.model.beta_inter = p.inter.beta;
-  out.model.gamma = p.gamma, out.model.switch_cost = p.switch_cost;
+  out.model.gamma = p.gamma, out.model.switch_cost = p.switch_cost, out.model.alpha_sync = p.alpha_sync;
+  out.model.base_latency = p.base_latency;
   out.model.memory_beta = p.memory_beta, out.model.cache_bytes = o.machine.cache_bytes;
   out.model.network_on_cpus = o.machine.network_on_cpus;
   out.model.rms_relative_error = out.fit.rms_relative_error, out.model.max_relative_error = out.fit.max_relative_error;

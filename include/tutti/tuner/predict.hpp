@@ -9,14 +9,16 @@
 //!
 //! Oversubscription (more ranks on a node than cores for them, as 3 or 4 ranks on this 2-core VM):
 //! with q ranks on c < q cores only c run at a time, so work every rank does in parallel on its
-//! node's CPUs — copying through shared memory (intra alpha and beta) and reducing (gamma) —
-//! stretches by q / c; and a rank that waits for a peer finds it descheduled with probability
-//! 1 - c / q (the share of the node's ranks not running at a given moment) and then waits for a
-//! scheduler switch, `switch_cost` seconds, fitted. So with o = max(1, q / c):
-//!   t = o (a_intra alpha_intra + b_intra beta_intra + g gamma) + a_inter alpha_inter
-//!       + b_inter beta_inter + (a_intra + a_inter)(1 - 1/o) switch_cost.
+//! node's CPUs — copying through shared memory (intra alpha and beta), one-sided epochs
+//! (alpha_sync), the call itself (base_latency) and reducing (gamma) — stretches by q / c; and a
+//! rank that waits for a peer finds it descheduled with probability 1 - c / q (the share of the
+//! node's ranks not running at a given moment) and then waits for a scheduler switch,
+//! `switch_cost` seconds, fitted. So with o = max(1, q / c):
+//!   t = o (a_intra alpha_intra + b_intra beta_intra + g gamma + e alpha_sync + c base_latency)
+//!       + a_inter alpha_inter + b_inter beta_inter + (a_intra + a_inter + e)(1 - 1/o) switch_cost.
 //! Network terms are not stretched: a NIC moves bytes whether or not its rank is running — unless
-//! the "network" is the same CPUs (namespace hosts, simulated nodes: machine_shape::network_on_cpus).
+//! the "network" is the same CPUs (namespace hosts, simulated nodes: machine_shape::network_on_cpus;
+//! its bytes then only where no shaped link paces them, machine_shape::links_shaped).
 //! docs/tuning.md ("The cost model") has the measurements behind this.
 //!
 //! The cache term: copies and reductions run at cache speed while what a rank touches fits its
@@ -100,13 +102,14 @@ struct composed_parts {
 //! terms by all ranks of the node, the bytes' terms by the `busy` ones (competing_ranks); cores
 //! <= 0: unknown, none.
 [[nodiscard]] inline cost_terms oversubscribed(cost_terms t, double ranks_per_node, double cores_per_node, double busy = 0,
-                                               bool network_on_cpus = false) noexcept {
+                                               bool network_on_cpus = false, bool links_shaped = false) noexcept {
   if (!(cores_per_node > 0) || ranks_per_node <= cores_per_node) return t;
   const double o = ranks_per_node / cores_per_node;
   const double ob = std::max(1.0, (busy > 0 ? busy : ranks_per_node) / cores_per_node);
-  t.s += (t.a_intra + t.a_inter) * (1 - 1 / o);
-  t.a_intra *= o, t.b_intra *= ob, t.g *= ob, t.m *= ob;
-  if (network_on_cpus) t.a_inter *= o, t.b_inter *= ob;
+  t.s += (t.a_intra + t.a_inter + t.e) * (1 - 1 / o);
+  t.a_intra *= o, t.e *= o, t.c *= o, t.b_intra *= ob, t.g *= ob, t.m *= ob;
+  if (network_on_cpus) t.a_inter *= o;
+  if (network_on_cpus && !links_shaped) t.b_inter *= ob;  // a shaped link paces its bytes whoever runs
   return t;
 }
 
@@ -123,9 +126,16 @@ namespace detail {
 //! The argument check's terms (machine_shape::check) for `algorithm` over `where`.
 inline cost_terms check_terms(std::string_view algorithm, const layout& where, argument_check how) {
   if (how == argument_check::none || where.world < 2 || (algorithm == "direct" && where.nodes == 1)) return {};
-  if (how == argument_check::epoch && where.nodes == 1) return on(level::intra, 1, 0, 0);
-  const double peers = where.world - 1.0;
-  return on(where.nodes == 1 ? level::intra : level::inter, peers, 32 * peers, 0);
+  if (how == argument_check::epoch && where.nodes == 1) {
+    cost_terms epoch;
+    epoch.e = 1;
+    return epoch;
+  }
+  // a descriptor to every peer: the q - 1 of its own node inside it, the others across
+  const double near = std::min(where.world, ranks_on_a_node(where)) - 1.0, far = where.world - 1.0 - near;
+  cost_terms t = on(level::inter, far, 32 * far, 0);
+  t.a_intra = near, t.b_intra = 32 * near;
+  return t;
 }
 
 //! Terms of `algorithm` for `c` on S bytes in all, without oversubscription.
@@ -134,20 +144,37 @@ inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, coll
   const int q = ranks_on_a_node(where);
   const auto parts = split_composed_name(algorithm);
   const double links = m.node_links;
-  if (!parts) return flat_schedule_terms(algorithm, c, {where.world, q, links, m.message_copies}, S, set);
+  if (!parts) return flat_schedule_terms(algorithm, c, {where.world, q, links, m.message_copies, m.network_on_cpus, m.links_shaped}, S, set);
   if (parts->outer != "hierarchical" || where.ranks_per_node <= 0) return std::nullopt;  // hierarchical refuses uneven nodes
   const int nodes = where.nodes;
   const layout node{q, 1, q};        // one node: the intra algorithm's view (it may be composed too)
   const layout across{nodes, nodes, 1};  // one rank per node: the inter algorithm's view
-  if (nodes == 1) return schedule_terms(parts->first, c, node, S, set, m);  // degenerates to Intra
+  if (nodes == 1 && c != collective::allreduce) return schedule_terms(parts->first, c, node, S, set, m);  // Intra's
   switch (c) {
     case collective::allreduce: {
-      const auto rs = schedule_terms(parts->first, collective::reduce_scatter, node, S, set, m);
-      if (rs) {  // reduce-scatter in the node, q allreduces of S/q at once across nodes, allgather in the node
-        const auto x = schedule_terms(parts->second, collective::allreduce, across, S / q, set, m);
-        const auto ag = schedule_terms(parts->first, collective::allgather, node, S, set, m);
-        if (!x || !ag) return std::nullopt;
-        return *rs + crowded(*x, std::max(1.0, q / std::max(1.0, links))) + *ag;
+      if (schedule_terms(parts->first, collective::reduce_scatter, node, S, set, m)) {
+        // reduce-scatter in the node, q allreduces of S/q at once across nodes, allgather in the
+        // node: on whole blocks of count / q elements; the count % q left (the tail) goes whole
+        // through Intra's allreduce and Inter's. So on one node too it is two of Intra's
+        // collectives, not Intra's allreduce (and three when q does not divide the count).
+        const double esz = std::max(1.0, set.element_bytes), count = std::floor(S / esz);
+        const double body = std::floor(count / q) * q * esz, tail = S - body;
+        cost_terms t;
+        if (body > 0) {
+          const auto rs = schedule_terms(parts->first, collective::reduce_scatter, node, body, set, m);
+          const auto x = schedule_terms(parts->second, collective::allreduce, across, body / q, set, m);
+          const auto ag = schedule_terms(parts->first, collective::allgather, node, body, set, m);
+          if (!rs || !x || !ag) return std::nullopt;
+          const flat_shape shape{where.world, q, links, m.message_copies, m.network_on_cpus, m.links_shaped};
+          t += *rs + crowded(*x, shape.crowd()) + *ag;
+        }
+        if (tail > 0) {
+          const auto i = schedule_terms(parts->first, collective::allreduce, node, tail, set, m);
+          const auto x = schedule_terms(parts->second, collective::allreduce, across, tail, set, m);
+          if (!i || !x) return std::nullopt;
+          t += *i + *x;
+        }
+        return t;
       }
       // an Intra that cannot reduce-scatter (tree): reduce to local rank 0, allreduce, broadcast
       const auto up = schedule_terms(parts->first, collective::reduce, node, S, set, m);
@@ -164,7 +191,7 @@ inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, coll
       if (!x || !i) return std::nullopt;
       return *x + *i;
     }
-    case collective::alltoall: return pairwise_alltoall({where.world, q, links, m.message_copies}, S);
+    case collective::alltoall: return pairwise_alltoall({where.world, q, links, m.message_copies, m.network_on_cpus, m.links_shaped}, S);
     default: return std::nullopt;  // reduce_scatter, allgather: block permutations not modelled
   }
 }
@@ -189,9 +216,11 @@ inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, coll
   auto t = detail::schedule_terms(algorithm, c, where, S, settings_of(tuning), m);
   if (!t) return std::nullopt;
   *t += detail::check_terms(algorithm, where, m.check);
+  if (where.world > 1) t->c += 1;  // the call itself
   const double q = ranks_on_a_node(where), busy = competing_ranks(algorithm, where);
   const double cache = cores_per_node > 0 && busy > cores_per_node ? m.cache_bytes * cores_per_node / busy : m.cache_bytes;
-  return oversubscribed(spilled(*t, S, cache, m.network_on_cpus), q, cores_per_node, busy, m.network_on_cpus);
+  return oversubscribed(spilled(*t, S, cache, m.network_on_cpus && !m.links_shaped), q, cores_per_node, busy, m.network_on_cpus,
+                        m.links_shaped);
 }
 
 //! Predicted seconds of `algorithm` for `c` on `bytes` over `where` (terms_of, priced with `p`).
@@ -209,6 +238,8 @@ inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, coll
   p.intra = {m.alpha_intra, m.beta_intra};
   p.inter = {m.alpha_inter, m.beta_inter};
   p.gamma = m.gamma;
+  p.alpha_sync = m.alpha_sync;
+  p.base_latency = m.base_latency;
   p.switch_cost = m.switch_cost;
   p.memory_beta = m.memory_beta;
   p.machine.cache_bytes = m.cache_bytes;

@@ -33,6 +33,9 @@ struct schedule_settings {
   //! transport::shm's stage (TUTTI_SHM_STAGE_BYTES, default in transport/shm/options.hpp; tuner/
   //! may not include transport/, so the default is repeated here).
   double stage_bytes = double(1 << 20);
+  //! Bytes per element: hierarchical cuts the count into whole blocks per rank (tuner/predict.hpp).
+  //! A table's float samples are fp32 (tutti-tune measures float).
+  double element_bytes = 4;
   direct_tuning direct{};
   halving_doubling_tuning halving_doubling{};
 };
@@ -43,10 +46,15 @@ struct flat_shape {
   int per_node = 1;
   double links = 1;
   double message_copies = 2;  //!< machine_shape::message_copies
+  bool network_on_cpus = false;  //!< machine_shape::network_on_cpus
+  bool links_shaped = false;     //!< machine_shape::links_shaped
+  //! The network's bytes are copies by the CPUs at both ends, with no link to pace or share.
+  [[nodiscard]] bool bytes_on_cpus() const noexcept { return network_on_cpus && !links_shaped; }
   [[nodiscard]] bool one_node() const noexcept { return per_node >= ranks; }
   [[nodiscard]] level flat_level() const noexcept { return one_node() ? level::intra : level::inter; }
-  //! Inter-node bytes factor when every rank of a node crosses at once.
-  [[nodiscard]] double crowd() const noexcept { return std::max(1.0, per_node / std::max(1.0, links)); }
+  //! Inter-node bytes factor when every rank of a node crosses at once (none without a link to
+  //! share: then it is the CPUs that are shared, which oversubscription prices).
+  [[nodiscard]] double crowd() const noexcept { return bytes_on_cpus() ? 1 : std::max(1.0, per_node / std::max(1.0, links)); }
 };
 
 namespace detail {
@@ -64,15 +72,40 @@ inline cost_terms pairwise_alltoall(const flat_shape& sh, double S) {
   return crowded(on(sh.flat_level(), n - 1, (n - 1) / n * S, 0), sh.one_node() ? 1 : sh.crowd());
 }
 
+//! A flat schedule's step on several nodes. With a NIC the crossing link sets the pace: the whole
+//! step is charged between nodes. When the network is the nodes' own CPUs (machine_shape::
+//! network_on_cpus), a message costs its ends CPU time on its own level, so only the share
+//! `crossing` of the messages that do cross is charged between nodes, the rest inside; and so of
+//! the bytes too, unless a link paces them (machine_shape::links_shaped).
+inline cost_terms on_levels(const flat_shape& sh, double crossing, double messages, double bytes, double reduced) noexcept {
+  if (sh.one_node() || !sh.network_on_cpus) return on(sh.flat_level(), messages, bytes, reduced);
+  const bool cpu_bytes = sh.bytes_on_cpus();
+  cost_terms t = on(level::inter, crossing * messages, cpu_bytes ? crossing * bytes : bytes, reduced);
+  t.a_intra = (1 - crossing) * messages, t.b_intra = cpu_bytes ? (1 - crossing) * bytes : 0;
+  return t;
+}
+//! Ring: with q >= 2 ranks per node each rank sends on one level and receives on the other.
+inline cost_terms ring_steps(const flat_shape& sh, double messages, double bytes, double reduced) noexcept {
+  return on_levels(sh, sh.per_node >= 2 ? 0.5 : 1, messages, bytes, reduced);
+}
+//! Tree: an edge at level j joins labels p / 2^j apart (p = bit_floor(n)), which are on different
+//! nodes of q ranks for a share min(1, (p / 2^j) / q) of them; the mean over the D levels.
+inline double tree_crossing(const flat_shape& sh) noexcept {
+  const double p = std::bit_floor(static_cast<unsigned>(sh.ranks)), D = std::floor(std::log2(static_cast<double>(sh.ranks)));
+  double sum = 0;
+  for (double h = p / 2; h >= 1; h /= 2) sum += std::min(1.0, h / std::max(1, sh.per_node));
+  return D > 0 ? sum / D : 1;
+}
+
 inline std::optional<cost_terms> ring(collective c, const flat_shape& sh, double S, const schedule_settings& set) {
   const int n = sh.ranks;
   const double f = (n - 1.0) / n;
-  const level l = sh.flat_level();  // one rank per node crosses per step: no crowd
+  const level l = sh.flat_level();
   const double rounds = rounds_of(S / n, set.chunk_bytes);
   switch (c) {
-    case collective::allreduce: return on(l, 2.0 * (n - 1) * rounds, 2 * f * S, f * S);
-    case collective::reduce_scatter: return on(l, (n - 1.0) * rounds, f * S, f * S);
-    case collective::allgather: return on(l, (n - 1.0) * rounds, f * S, 0);
+    case collective::allreduce: return ring_steps(sh, 2.0 * (n - 1) * rounds, 2 * f * S, f * S);
+    case collective::reduce_scatter: return ring_steps(sh, (n - 1.0) * rounds, f * S, f * S);
+    case collective::allgather: return ring_steps(sh, (n - 1.0) * rounds, f * S, 0);
     case collective::broadcast:
     case collective::reduce: {  // a pipelined chain of n - 1 hops: n - 2 + k steps of one chunk
       const double k = rounds_of(S, set.chunk_bytes), steps = n - 2.0 + k;
@@ -145,13 +178,29 @@ inline std::optional<cost_terms> tree(collective c, const flat_shape& sh, double
   const double k = rounds_of(S / 2, set.chunk_bytes), ch = S / 2 / k;
   const level l = sh.flat_level();
   switch (c) {
-    case collective::allreduce:
-      // 2D + k - 1 steps: a chunk climbs D levels and descends D while later ones follow; in the
-      // k - 1 steps where both directions run a rank sends 4 chunks (up in both trees, down to two
-      // children in the one where it is interior), in the 2D of filling and draining one chunk's
-      // time each (the sends to two children go at once). Measured here: tree / ring at 4 ranks
-      // 1.45 at 1 MiB (k = 1; the model: 1.33), 1.37 at 64 MiB (1.33).
-      return on(l, 2 * D + k - 1, 4 * ch * (k - 1) + 2 * D * ch, 2 * ch * (k + D - 1));
+    case collective::allreduce: {
+      // 2D + k - 1 steps per tree: a chunk climbs D levels and descends D while later ones follow.
+      // The cut between the trees is kept on a 64-byte line, so up to 64 B only tree 0 carries
+      // data. Through shared memory a message's cost is its ends' CPU time, and a rank handles
+      // each tree's messages in turn: alpha_intra is paid per tree and step (measured here, 2
+      // ranks: 1.0 us at 32 B on one tree, 1.5 at 128 B on two); a network's latency is paid
+      // once per step, both trees' messages in flight at once (namespace hosts, 4 x 2 x 2:
+      // 59 us at 32 B, 67 at 128 B). In the
+      // k - 1 steps where both directions run, the busiest rank sends `sends` chunks (up in both
+      // trees, down to its children in the one where it is interior: 4 from 4 ranks on, 3 on 3,
+      // 2 on 2, where each rank is one tree's root and the other's leaf) and reduces `reduces`
+      // (its children's: 2, or 1 on 2 ranks); in the D of filling and draining one chunk's time
+      // per tree. Measured: tree / ring at 4 ranks 1.45 at 1 MiB (k = 1; the model: 1.33), 1.37
+      // at 64 MiB (1.33); at 2 ranks 1.09 at 8 MiB (1.0).
+      const bool one_tree = S <= 64;
+      const double trees = one_tree ? 1 : 2, tk = one_tree ? rounds_of(S, set.chunk_bytes) : k, tc = S / trees / tk;
+      const double sends = one_tree ? std::min(n - 1.0, 3.0) : std::min(static_cast<double>(n), 4.0);
+      const double reduces = std::min(n - 1.0, 2.0);
+      cost_terms t = on_levels(sh, tree_crossing(sh), trees * (2 * D + tk - 1), sends * tc * (tk - 1) + trees * D * tc,
+                               reduces * tc * (tk + D - 1));
+      t.a_inter /= trees;  // the network's latency: both trees' messages are in flight at once
+      return t;
+    }
     case collective::broadcast: return on(l, D + k, 2 * ch * (D + k), 0);  // + the hop root -> v = 1
     case collective::reduce: return on(l, D + k, 2 * ch * (D + k), 2 * ch * (D + k));
     case collective::barrier: return on(l, 2 * D, 0, 0);
@@ -180,14 +229,19 @@ inline std::optional<cost_terms> direct_copies(collective c, const flat_shape& s
   return std::nullopt;
 }
 
-//! One-sided over shared memory: one node only. Every epoch is one synchronisation. beta_intra is
-//! the cost of a byte sent as a message, which through shared memory is two copies (into the
-//! ring's slot, out of it); direct copies or reads a byte once: 1 / message_copies of it.
+//! One-sided over shared memory: one node only. Every epoch is one synchronisation, priced by
+//! alpha_sync (a flag each rank raises and polls), not alpha_intra (a message). beta_intra is the
+//! cost of a byte sent as a message, which through shared memory is two copies (into the ring's
+//! slot, out of it); direct copies or reads a byte once: 1 / message_copies of it.
 inline std::optional<cost_terms> direct(collective c, const flat_shape& sh, double S, const schedule_settings& set) {
   if (!sh.one_node()) return std::nullopt;
   const auto t = direct_copies(c, sh, S, set);
-  if (t) return cost_terms{t->a_intra, t->b_intra / std::max(1.0, sh.message_copies), 0, 0, t->g, 0, 0};
-  return t;
+  if (!t) return t;
+  cost_terms one_sided;
+  one_sided.e = t->a_intra;
+  one_sided.b_intra = t->b_intra / std::max(1.0, sh.message_copies);
+  one_sided.g = t->g;
+  return one_sided;
 }
 }  // namespace detail
 

@@ -102,6 +102,8 @@ struct provenance {
 struct fitted_model {
   double alpha_intra = 0, beta_intra = 0, alpha_inter = 0, beta_inter = 0, gamma = 0;
   double switch_cost = 0;  //!< seconds per wait on a descheduled peer (oversubscription, tuner/predict.hpp)
+  double alpha_sync = 0;   //!< seconds per one-sided synchronisation in a node (direct's epochs; tuner/cost_model.hpp)
+  double base_latency = 0; //!< seconds per collective call (tuner/cost_model.hpp)
   double memory_beta = 0;  //!< extra seconds per byte out of cache, and the cache (bytes) it was fitted with
   double cache_bytes = 0;
   bool network_on_cpus = false;  //!< fitted to namespace hosts or simulated nodes (tuner::machine_shape)

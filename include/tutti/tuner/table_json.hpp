@@ -308,17 +308,20 @@ inline constexpr std::string_view measured_names[] = {"algorithm", "tuning", "me
 
 [[nodiscard]] inline fitted_model model_of(const YAML::Node& n, const std::string& source) {
   const object o(n, source + ": model (line " + std::to_string(line_of(n)) + "): ",
-                 {"alpha_intra", "beta_intra", "alpha_inter", "beta_inter", "gamma", "switch_cost", "memory_beta",
-                  "cache_bytes", "network_on_cpus", "rms_relative_error",
+                 {"alpha_intra", "beta_intra", "alpha_inter", "beta_inter", "gamma", "alpha_sync", "base_latency", "switch_cost",
+                  "memory_beta", "cache_bytes", "network_on_cpus", "rms_relative_error",
                   "max_relative_error", "samples"});
   fitted_model m;
   for (const auto& [field, into] :
        {std::pair{"alpha_intra", &m.alpha_intra}, std::pair{"beta_intra", &m.beta_intra},
         std::pair{"alpha_inter", &m.alpha_inter}, std::pair{"beta_inter", &m.beta_inter}, std::pair{"gamma", &m.gamma},
-        std::pair{"switch_cost", &m.switch_cost}, std::pair{"memory_beta", &m.memory_beta},
+        std::pair{"base_latency", &m.base_latency}, std::pair{"switch_cost", &m.switch_cost},
+        std::pair{"memory_beta", &m.memory_beta},
         std::pair{"cache_bytes", &m.cache_bytes}, std::pair{"rms_relative_error", &m.rms_relative_error},
         std::pair{"max_relative_error", &m.max_relative_error}})
     *into = o.number(field, 0.0);
+  // A model written before alpha_sync existed priced direct's epochs as messages.
+  m.alpha_sync = o.has("alpha_sync") ? o.number("alpha_sync", 0.0) : m.alpha_intra;
   m.network_on_cpus = o.flag("network_on_cpus", false);
   m.samples = o.has("samples") ? static_cast<std::size_t>(o.count("samples")) : 0;
   return m;

@@ -171,6 +171,7 @@ inline void model_line(std::string& out, const fitted_model& m) {
   for (const auto& [name, value] :
        {std::pair{"alpha_intra", m.alpha_intra}, std::pair{"beta_intra", m.beta_intra},
         std::pair{"alpha_inter", m.alpha_inter}, std::pair{"beta_inter", m.beta_inter}, std::pair{"gamma", m.gamma},
+        std::pair{"alpha_sync", m.alpha_sync}, std::pair{"base_latency", m.base_latency},
         std::pair{"switch_cost", m.switch_cost}, std::pair{"memory_beta", m.memory_beta},
         std::pair{"cache_bytes", m.cache_bytes}, std::pair{"rms_relative_error", m.rms_relative_error},
         std::pair{"max_relative_error", m.max_relative_error}}) {
