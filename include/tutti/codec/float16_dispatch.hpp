@@ -109,9 +109,9 @@ using portable_bf16 = portable16<bfloat16_to_float_n, float_to_bfloat16_n>;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return float16_isa::portable;
   const bool avx = (c >> 28) & 1u, f16c = (c >> 29) & 1u, osxsave = (c >> 27) & 1u;
   if (!avx || !f16c || !osxsave) return float16_isa::portable;
-  unsigned xcr0 = 0, xcr0_high = 0;
-  __asm__("xgetbv" : "=a"(xcr0), "=d"(xcr0_high) : "c"(0));  // inline asm: no -mxsave needed
-  (void)xcr0_high;
+  unsigned xcr0_low = 0, xcr0_high = 0;
+  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));  // inline asm: no -mxsave needed
+  const unsigned long long xcr0 = (static_cast<unsigned long long>(xcr0_high) << 32) | xcr0_low;
   if ((xcr0 & 0x6u) != 0x6u) return float16_isa::portable;  // XMM and YMM state
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((b >> 5) & 1u)) return float16_isa::portable;  // AVX2
   const bool avx512f = (b >> 16) & 1u;
