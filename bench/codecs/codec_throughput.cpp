@@ -297,8 +297,9 @@ std::string load_average() {
   return "unknown";
 }
 
-//! What the compiler was allowed to vectorise with: the codecs' loops use no intrinsics, so this
-//! (not the CPU) decides their vector width.
+//! What the compiler was allowed to vectorise with: int8's loops and the portable fp16/bf16 ones
+//! use no intrinsics, so this (not the CPU) decides their vector width. fp16/bf16 choose wider
+//! loops at run time (float16_isa() below).
 std::string vector_isa() {
   std::string s = "SSE2";
 #if defined(__AVX512F__)
@@ -316,6 +317,15 @@ std::string vector_isa() {
   s += "+F16C";
 #endif
   return s;
+}
+
+//! The fp16/bf16 loops this process runs (codec/float16_dispatch.hpp), what the CPU allows, and
+//! TUTTI_CODEC_ISA, which caps them (portable: the loops of a baseline build).
+std::string float16_isa() {
+  const char* env = std::getenv("TUTTI_CODEC_ISA");
+  return std::string(tutti::codec::name_of(tutti::codec::float16_active_isa())) + " (CPU runs " +
+         std::string(tutti::codec::name_of(tutti::codec::float16_detail::cpu_isa())) + ", TUTTI_CODEC_ISA=" +
+         (env && *env ? env : "unset") + ")";
 }
 
 // ---- input and checks ---------------------------------------------------------------------------
@@ -430,6 +440,7 @@ void print_header(const options& o, const std::string& pinned) {
               " -- WARNING: built without optimisation, these numbers mean nothing"
 #endif
   );
+  std::printf("# fp16/bf16 loops chosen at run time: %s\n", float16_isa().c_str());
   std::printf("#\n");
   std::printf("#  codec  op                size        count   time(us)  GB/s fp32  GB/s wire  x memcpy  spread  #wrong\n");
   std::printf("#                            (B)   (elements)\n");
@@ -472,6 +483,7 @@ void write_json(const options& o, const std::string& pinned, const std::vector<r
                json_escaped(cpu_model()).c_str(), json_escaped(pinned).c_str());
   std::fprintf(f, "  \"build\": \"%s\",\n  \"vector_isa\": \"%s\",\n  \"load_average_at_start\": \"%s\",\n",
                json_escaped(TUTTI_BENCH_CONFIG).c_str(), vector_isa().c_str(), load_average().c_str());
+  std::fprintf(f, "  \"float16_isa\": \"%s\",\n", json_escaped(float16_isa()).c_str());
   std::fprintf(f, "  \"samples\": %d,\n  \"warmup\": %d,\n  \"min_sample_ms\": %g,\n  \"scale\": %g,\n", o.samples,
                o.warmup, o.min_sample_s * 1e3, static_cast<double>(o.scale));
   std::fprintf(f, "  \"gbs_fp32\": \"4 * count / median time per call\",\n  \"rows\": [\n");

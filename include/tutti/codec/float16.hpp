@@ -2,7 +2,9 @@
 //!
 //! Encode: x * scale, rounded to nearest even (core/half.hpp, core/bfloat16.hpp: the same
 //! conversions the reductions use, checked over all 65,536 bit patterns). Decode widens exactly.
-//! decode_add widens and adds in fp32: a receiver never keeps a 16-bit running sum.
+//! decode_add widens and adds in fp32: a receiver never keeps a 16-bit running sum. The loops are
+//! chosen once per process from the CPU (F16C/AVX2, AVX-512) and TUTTI_CODEC_ISA
+//! (codec/float16_dispatch.hpp); every choice gives the same bits.
 //! One round trip of y = x * scale errs by at most half an ulp of the format:
 //!   fp16: |y| * 2^-11 for |y| >= 2^-14 (normal), 2^-25 absolute below (subnormal), and overflow
 //!         to infinity above 65504 (the caller scales: avg by 1/world);
@@ -11,11 +13,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstdint>
-#include <cstring>
 #include <string_view>
 
 #include "tutti/codec/concepts.hpp"
+#include "tutti/codec/float16_dispatch.hpp"
 #include "tutti/core/bfloat16.hpp"
 #include "tutti/core/half.hpp"
 
@@ -23,45 +24,25 @@ namespace tutti::codec {
 
 namespace float16_detail {
 
-//! The shared body of fp16 and bf16: only the two conversions differ.
-template <void (*Widen)(const std::uint16_t*, float*, std::size_t),
-          void (*Narrow)(const float*, std::uint16_t*, std::size_t)>
+//! fp16 and bf16 share their shape; Format picks one codec's loops from the set chosen at run time
+//! (codec/float16_dispatch.hpp: F16C/AVX2 or AVX-512 where the CPU has them, the portable loops
+//! otherwise and as the reference, all bit for bit the same).
+template <codec_loops loop_set::*Format>
 struct codec16 {
-  static constexpr std::size_t block = 512;  // temporaries stay in L1; each stage vectorises alone
-
   static void encode(const float* in, std::size_t n, float scale, std::byte* wire) noexcept {
-    alignas(64) float scaled[block];
-    alignas(64) std::uint16_t bits[block];
-    for (std::size_t i = 0; i < n; i += block) {
-      const std::size_t m = std::min(block, n - i);
-      for (std::size_t j = 0; j < m; ++j) scaled[j] = in[i + j] * scale;
-      Narrow(scaled, bits, m);
-      std::memcpy(wire + i * 2, bits, m * 2);  // the wire may be unaligned
-    }
+    (active_loops().*Format).encode(in, n, scale, wire);
   }
   static void decode(const std::byte* wire, std::size_t n, float* out) noexcept {
-    alignas(64) std::uint16_t bits[block];
-    for (std::size_t i = 0; i < n; i += block) {
-      const std::size_t m = std::min(block, n - i);
-      std::memcpy(bits, wire + i * 2, m * 2);
-      Widen(bits, out + i, m);
-    }
+    (active_loops().*Format).decode(wire, n, out);
   }
   static void decode_add(const std::byte* wire, std::size_t n, float* acc) noexcept {
-    alignas(64) std::uint16_t bits[block];
-    alignas(64) float wide[block];
-    for (std::size_t i = 0; i < n; i += block) {
-      const std::size_t m = std::min(block, n - i);
-      std::memcpy(bits, wire + i * 2, m * 2);
-      Widen(bits, wide, m);
-      for (std::size_t j = 0; j < m; ++j) acc[i + j] += wide[j];
-    }
+    (active_loops().*Format).decode_add(wire, n, acc);
   }
 };
 
 }  // namespace float16_detail
 
-struct fp16 : float16_detail::codec16<half_to_float_n, float_to_half_n> {
+struct fp16 : float16_detail::codec16<&float16_detail::loop_set::fp16> {
   using tutti_role = role::codec;
   static constexpr std::string_view name = "fp16";
   static constexpr bool lossless = false;
@@ -73,7 +54,7 @@ struct fp16 : float16_detail::codec16<half_to_float_n, float_to_half_n> {
   }
 };
 
-struct bf16 : float16_detail::codec16<bfloat16_to_float_n, float_to_bfloat16_n> {
+struct bf16 : float16_detail::codec16<&float16_detail::loop_set::bf16> {
   using tutti_role = role::codec;
   static constexpr std::string_view name = "bf16";
   static constexpr bool lossless = false;
