@@ -10,6 +10,7 @@
 //! (bootstrap/job_name.hpp, itself standard-library only), so launcher and ranks agree on it.
 
 #include <dirent.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -45,7 +46,8 @@ namespace {
 using steady = std::chrono::steady_clock;
 
 constexpr std::string_view synopsis =
-    "usage: tutti-run -n N [--ranks-per-node K] [--job-id ID] [--linger SECONDS] [--grace SECONDS] [--no-prefix]\n"
+    "usage: tutti-run -n N [--ranks-per-node K] [--bind core|none] [--job-id ID] [--linger SECONDS]\n"
+    "                 [--grace SECONDS] [--no-prefix]\n"
     "                 [--] prog [args...]\n";
 
 constexpr std::string_view help_text =
@@ -55,6 +57,10 @@ constexpr std::string_view help_text =
     "  --ranks-per-node K simulate nodes of K ranks on this host: rank k gets TUTTI_NODE_ID=sim<k/K>,\n"
     "                     TUTTI_LOCAL_RANK=k%K and its node's TUTTI_LOCAL_SIZE (the last node may\n"
     "                     be smaller), for testing hierarchical algorithms (default: one node)\n"
+    "  --bind core|none   core: rank k runs only on the (k mod C)-th of the C CPUs tutti-run may\n"
+    "                     use, so that launches place ranks alike (measurements on an oversubscribed\n"
+    "                     machine otherwise differ with where the scheduler put them); none: the\n"
+    "                     scheduler's choice (default)\n"
     "  --job-id ID        job id, 1..64 of [A-Za-z0-9_-] (default: a fresh unique id)\n"
     "  --linger SECONDS   after a rank fails, how long the others get to notice and report it\n"
     "                     (a tutti rank raises peer_lost within milliseconds) before they are\n"
@@ -154,6 +160,7 @@ std::string seconds_text(double s) {
 struct options {
   int ranks = 0;
   int ranks_per_node = 0;  //!< 0: one node, TUTTI_NODE_ID left as it is
+  bool bind_cores = false;  //!< --bind core: rank k on the (k mod C)-th allowed CPU
   std::string job_id;
   bool job_id_given = false;
   double grace_seconds = 3.0;
@@ -251,7 +258,8 @@ options parse_command_line(int argc, char** argv) {
       value = arg.substr(2);
       inline_value = true;
     }
-    if (name != "-n" && name != "--job-id" && name != "--grace" && name != "--linger" && name != "--ranks-per-node")
+    if (name != "-n" && name != "--job-id" && name != "--grace" && name != "--linger" && name != "--ranks-per-node" &&
+        name != "--bind")
       usage_error("unknown option '" + std::string(arg) + "'");
     if (!inline_value) {
       if (i + 1 >= argc) usage_error("option " + std::string(name) + " needs a value");
@@ -272,6 +280,9 @@ options parse_command_line(int argc, char** argv) {
         usage_error("--ranks-per-node takes a number from 1 to " + std::to_string(max_ranks) + ", got '" +
                     std::string(value) + "'");
       opt.ranks_per_node = k;
+    } else if (name == "--bind") {
+      if (value != "core" && value != "none") usage_error("--bind takes core or none, got '" + std::string(value) + "'");
+      opt.bind_cores = value == "core";
     } else if (name == "--job-id") {
       if (!tutti::job_name::valid(value))
         usage_error(std::string("--job-id takes ") + tutti::job_name::rule + ", got '" + std::string(value) + "'");
@@ -467,6 +478,9 @@ class job {
     for (auto& s : ours) envp.push_back(s.data());
     envp.push_back(nullptr);
     const pid_t parent = ::getpid();
+    cpu_set_t cpu;  // --bind core: this rank's one CPU, chosen before fork
+    CPU_ZERO(&cpu);
+    if (opt_.bind_cores) CPU_SET(bound_cpu(k), &cpu);
 
     // Blocked across fork so that no handler of ours runs in the child before it restores the
     // original dispositions (it would write into our signal pipe).
@@ -474,7 +488,7 @@ class job {
     sigfillset(&all);
     ::sigprocmask(SIG_BLOCK, &all, &previous);
     const pid_t pid = ::fork();
-    if (pid == 0) exec_rank(k, out[1], err[1], envp.data(), previous, parent);
+    if (pid == 0) exec_rank(k, out[1], err[1], envp.data(), previous, parent, opt_.bind_cores ? &cpu : nullptr);
     const int fork_errno = errno;
     ::sigprocmask(SIG_SETMASK, &previous, nullptr);
 
@@ -498,9 +512,28 @@ class job {
     return true;
   }
 
+  //! The (k mod C)-th of the C CPUs tutti-run may run on (its own affinity, e.g. under taskset).
+  [[nodiscard]] static int bound_cpu(int k) {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) == 0) return 0;
+    int nth = k % CPU_COUNT(&allowed);
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &allowed) && nth-- == 0) return c;
+    return 0;
+  }
+
   [[noreturn]] void exec_rank(int k, int out_fd, int err_fd, char** envp, const sigset_t& mask,
-                              pid_t parent) {
+                              pid_t parent, const cpu_set_t* cpu) {
     ::setpgid(0, 0);
+    if (cpu && ::sched_setaffinity(0, sizeof *cpu, cpu) != 0) {
+      const int e = errno;
+      char message[256];
+      const int len = std::snprintf(message, sizeof message, "tutti-run: rank %d: --bind core: sched_setaffinity: %s\n",
+                                    k, std::strerror(e));
+      if (len > 0) (void)!::write(STDERR_FILENO, message, static_cast<std::size_t>(len));
+      ::_exit(exit_failure);
+    }
     for (std::size_t i = 0; i < std::size(touched_signals); ++i)
       ::sigaction(touched_signals[i], &original_action[i], nullptr);
     ::sigprocmask(SIG_SETMASK, &mask, nullptr);
