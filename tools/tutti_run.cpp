@@ -512,15 +512,20 @@ class job {
     return true;
   }
 
-  //! The (k mod C)-th of the C CPUs tutti-run may run on (its own affinity, e.g. under taskset).
+  //! The (k mod C)-th of the C CPUs tutti-run may run on (its own affinity, e.g. under taskset,
+  //! read once).
   [[nodiscard]] static int bound_cpu(int k) {
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) == 0) return 0;
-    int nth = k % CPU_COUNT(&allowed);
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &allowed) && nth-- == 0) return c;
-    return 0;
+    static const std::vector<int> allowed = [] {
+      std::vector<int> cpus;
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      if (::sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+          if (CPU_ISSET(c, &set)) cpus.push_back(c);
+      if (cpus.empty()) cpus.push_back(0);
+      return cpus;
+    }();
+    return allowed[static_cast<std::size_t>(k) % allowed.size()];
   }
 
   [[noreturn]] void exec_rank(int k, int out_fd, int err_fd, char** envp, const sigset_t& mask,

@@ -67,10 +67,7 @@ tutti::rank_info started_as_job(const options& o) {
   // --versus FILE: the communicator's tuned<...> reads FILE (every rank; its prepare agrees the hash).
   if (!o.versus.empty()) {
     const std::string path = o.versus;
-    alg::tuned_table::source_override() = [path](int, std::string_view) {
-      return std::shared_ptr<const tutti::tuner::table>(
-          std::make_shared<const tutti::tuner::table>(tutti::tuner::read_table_file(path)));
-    };
+    alg::tuned_table::source_override() = [path](int, std::string_view) { return alg::tuned_table::read_file(path); };
     return info;
   }
   // The sweep forces every candidate itself: the communicator's own table is an empty one, the

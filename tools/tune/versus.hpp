@@ -22,6 +22,7 @@
 #include "sweep.hpp"
 #include "tutti/core/collective.hpp"
 #include "tutti/core/dtype.hpp"
+#include "tutti/tuner/choose.hpp"
 #include "tutti/tuner/table.hpp"
 
 namespace tune {
@@ -62,33 +63,34 @@ inline void versus_series(const series& s, std::span<const tutti::tuner::candida
   double worst = std::numeric_limits<double>::infinity(), worst_beyond = worst;
   std::uint64_t worst_at = 0, worst_beyond_at = 0;
   std::size_t sizes = 0;
+  std::vector<double> median(s.contenders.size()), spread(s.contenders.size());
   for (std::size_t i = 0; i < s.points.size(); ++i) {
     const auto& row = s.points[i];
     if (row.empty() || row[0].rep_us.empty()) continue;
-    const double tuned = median_of(row[0].rep_us);
-    std::size_t best = 0;
-    double best_us = std::numeric_limits<double>::infinity();
-    for (std::size_t j = 1; j < row.size(); ++j) {
-      if (row[j].rep_us.empty()) continue;
-      const double m = median_of(row[j].rep_us);
-      if (m < best_us) best_us = m, best = j;
+    for (std::size_t j = 0; j < row.size(); ++j) {  // once per point: median_of and spread_of sort a copy
+      median[j] = median_of(row[j].rep_us);
+      spread[j] = spread_of(row[j].rep_us);
     }
+    const double tuned = median[0];
+    std::size_t best = 0;
+    for (std::size_t j = 1; j < row.size(); ++j)
+      if (!row[j].rep_us.empty() && (best == 0 || median[j] < median[best])) best = j;
     if (best == 0 || tuned <= 0) continue;
     ++sizes;
-    const double speed = best_us / tuned;
-    // Below the bar beyond the noise: the interquartile ranges apart (tuner/choose.hpp's rule,
-    // applied to the check). Where tuned runs the best candidate itself, only noise separates them.
-    const double noise = (spread_of(row[0].rep_us) + spread_of(row[best].rep_us)) / 2;
-    const bool short_beyond_noise = speed < versus_floor && tuned - best_us > noise;
+    const double speed = median[best] / tuned;
+    // Below the bar beyond the noise: by the rule that chose the rows (tuner/choose.hpp). Where
+    // tuned runs the best candidate itself, only noise separates them.
+    const bool short_beyond_noise =
+        speed < versus_floor && tutti::tuner::beyond_noise(median[best], spread[best], tuned, spread[0]);
     if (speed < worst) worst = speed, worst_at = s.sizes[i];
     if (short_beyond_noise && speed < worst_beyond) worst_beyond = speed, worst_beyond_at = s.sizes[i];
     const std::uint32_t ran = row[0].ran;
     for (std::size_t j = 1; j < row.size(); ++j) ran_as[j] += s.contenders[j].candidate == ran ? 1 : 0;
-    t += "| " + bytes_text(s.sizes[i]) + " | " + us_text(tuned, spread_of(row[0].rep_us)) + " | " +
+    t += "| " + bytes_text(s.sizes[i]) + " | " + us_text(tuned, spread[0]) + " | " +
          (ran < candidates.size() ? std::string(candidates[ran].name) : std::string("?")) + " |";
     for (std::size_t j = 1; j < row.size(); ++j) {
-      t += " " + (row[j].rep_us.empty() ? std::string("-") : us_text(median_of(row[j].rep_us), spread_of(row[j].rep_us))) + " |";
-      if (!row[j].rep_us.empty()) log_speed[j] += std::log(median_of(row[j].rep_us) / tuned);
+      t += " " + (row[j].rep_us.empty() ? std::string("-") : us_text(median[j], spread[j])) + " |";
+      if (!row[j].rep_us.empty()) log_speed[j] += std::log(median[j] / tuned);
     }
     char b[64];
     std::snprintf(b, sizeof b, "%.3f%s", speed,

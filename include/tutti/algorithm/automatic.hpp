@@ -72,9 +72,12 @@ struct automatic {
     }
   }
 
+  //! Whether the check rides in eager's frames: any two-sided transport of host memory.
+  template <class Transport>
+  static constexpr bool checks_in_frames = !one_sided_transport<Transport> && !Transport::traits.device_memory;
   //! In direct's first epoch on a one-sided transport, in eager's frames on any other host transport.
   template <class Transport>
-  static constexpr bool checks_arguments = one_sided_transport<Transport> || !Transport::traits.device_memory;
+  static constexpr bool checks_arguments = one_sided_transport<Transport> || checks_in_frames<Transport>;
 
   template <class Ctx>
   static void agree(Ctx& c) {
@@ -118,12 +121,9 @@ struct automatic {
   template <class Ctx, class F>
   static void run(Ctx& c, std::size_t bytes, bool in_frames, F&& f) {
     using T = typename Ctx::transport_type;
-    if constexpr (!one_sided_transport<T> && !T::traits.device_memory) {
+    if constexpr (checks_in_frames<T>) {
       if (in_frames && Ctx::lossless && eager::fits(bytes)) return f(eager{});
-      if (c.descriptor()) {
-        eager::agree(c);
-        c.mark_checked();
-      }
+      eager::check_first(c);
     }
     if constexpr (spans_nodes<T>) {
       if (c.nodes().even()) return f(across_nodes_for<T>{});

@@ -67,11 +67,20 @@ struct eager {
     if (c.size() > 1) exchange(c, nullptr, 0);
   }
 
+  //! The check's round where the communicator asked for one, before a schedule that does not
+  //! check (ring here; automatic's choice); what runs next in this call checks nothing again.
+  template <class Ctx>
+  static void check_first(Ctx& c) {
+    if (!c.descriptor()) return;
+    agree(c);
+    c.mark_checked();
+  }
+
   template <class Ctx>
   static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
     const std::size_t bytes = count * size_of(t);
     if (!Ctx::lossless || !fits(bytes)) {
-      check_then(c);
+      check_first(c);
       return ring::allreduce(c, in, out, count, t, o);
     }
     if (c.size() == 1) return copy_if_distinct(out, in, bytes);
@@ -83,7 +92,7 @@ struct eager {
   static void reduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, int root) {
     const std::size_t bytes = count * size_of(t);
     if (!fits(bytes)) {
-      check_then(c);
+      check_first(c);
       return ring::reduce(c, in, out, count, t, o, root);
     }
     if (c.size() == 1) return copy_if_distinct(out, in, bytes);
@@ -95,7 +104,7 @@ struct eager {
   static void allgather(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
     const std::size_t bytes = count * size_of(t);
     if (!fits(bytes)) {
-      check_then(c);
+      check_first(c);
       return ring::allgather(c, in, out, count, t);
     }
     const int n = c.size(), r = c.rank();
@@ -111,7 +120,7 @@ struct eager {
   static void broadcast(Ctx& c, const void* in, void* out, std::size_t count, dtype t, int root) {
     const std::size_t bytes = count * size_of(t);
     if (!fits(bytes)) {
-      check_then(c);
+      check_first(c);
       return ring::broadcast(c, in, out, count, t, root);
     }
     const bool mine = c.rank() == root;
@@ -125,20 +134,20 @@ struct eager {
 
   template <class Ctx>
   static void reduce_scatter(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
-    check_then(c);
+    check_first(c);
     ring::reduce_scatter(c, in, out, count, t, o);
   }
 
   template <class Ctx>
   static void alltoall(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
-    check_then(c);
+    check_first(c);
     ring::alltoall(c, in, out, count, t);
   }
 
   //! The frames' round is a barrier: nobody's arrives before everybody has sent.
   template <class Ctx>
   static void barrier(Ctx& c) {
-    if (c.size() > 1) exchange(c, nullptr, 0);
+    agree(c);
   }
 
  private:
@@ -148,12 +157,6 @@ struct eager {
     std::vector<frame> frames;
     std::vector<typename Transport::request> pending;
   };
-
-  //! The check's round where the communicator asked for one, before a schedule that does not check.
-  template <class Ctx>
-  static void check_then(Ctx& c) {
-    if (c.descriptor() && c.size() > 1) exchange(c, nullptr, 0);
-  }
 
   //! Sends this rank's frame (its descriptor and `bytes` of `data`) to every rank, receives theirs,
   //! and judges the descriptors (when the communicator asked for a check): every rank throws the

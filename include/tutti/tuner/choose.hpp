@@ -37,6 +37,14 @@ inline constexpr std::string_view noise_rule =
     "interquartile range of the repeats, as tutti-tune measures it); equal medians go to the earlier candidate; a range boundary "
     "between measured sizes s1 < s2 that chose differently is sqrt(s1*s2)";
 
+//! Whether a measurement with median `faster_us` beats one with `slower_us` beyond the noise: the
+//! gap larger than half the two spreads together, i.e. their interquartile ranges (median ±
+//! spread / 2) apart. The rule that chooses rows, and that tutti-tune --versus judges them by.
+[[nodiscard]] constexpr bool beyond_noise(double faster_us, double faster_spread, double slower_us,
+                                          double slower_spread) noexcept {
+  return slower_us - faster_us > (faster_spread + slower_spread) / 2;
+}
+
 //! One thing that can run: an algorithm (its name as tables write it) with tuning values.
 struct contender {
   std::string algorithm;
@@ -171,9 +179,8 @@ inline std::string reason_of(std::span<const verdict> run, const std::vector<con
     }
     detail::verdict v{points[begin].bytes, best->candidate, best->m, nullptr, def ? def->m : nullptr, false};
     if (def && best != def) {
-      const bool beyond_noise = def->m->median_us - best->m->median_us > (best->m->spread_us + def->m->spread_us) / 2;
       const bool strictly_faster = best->m->median_us < def->m->median_us;
-      if (!beyond_noise) v = {v.bytes, deflt, def->m, nullptr, def->m, strictly_faster};
+      if (!beyond_noise(best->m->median_us, best->m->spread_us, def->m->median_us, def->m->spread_us)) v = {v.bytes, deflt, def->m, nullptr, def->m, strictly_faster};
     }
     // The runner-up: the fastest of the others (ties: the earlier candidate).
     const point* second = nullptr;
