@@ -64,6 +64,8 @@ tutti::rank_info started_as_job(const options& o) {
                       "; start it like the job: tutti-run -n 4 -- tutti-tune --transport " + o.transport};
   // --merge FILE: refuse a bad table now, not after the sweep; a missing one starts a new table.
   if (info.rank == 0 && !o.merge.empty() && std::filesystem::exists(o.merge)) (void)tutti::tuner::read_table_file(o.merge);
+  if (info.rank == 0)  // --pool: every earlier launch's table must be there and readable
+    for (const auto& f : o.pool) (void)tutti::tuner::read_table_file(f);
   // --versus FILE: the communicator's tuned<...> reads FILE (every rank; its prepare agrees the hash).
   if (!o.versus.empty()) {
     const std::string path = o.versus;

@@ -1,8 +1,11 @@
 // tutti-tune's pieces that need no ranks (tools/tune/): sizes and flags, which knob variants are
-// measured where, the statistics, rows from a sweep's points, and --merge.
+// measured where, the statistics, rows from a sweep's points, --merge and --pool.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -146,4 +149,57 @@ TEST_CASE("tutti-tune: rows from the points, and --merge") {
   CHECK(t.made.hosts == std::vector<std::string>{"a", "b"});
   CHECK(t.made.command == "first ; then second");
   CHECK(t.made.tune_seconds == 5);
+}
+
+TEST_CASE("tutti-tune: --pool outvotes one launch's slow state") {
+  const tn::layout where{4, 1, 4};
+  auto point = [&](const char* algorithm, std::uint64_t bytes, double median, double spread) {
+    tn::sample s;
+    s.where = where;
+    s.bytes = bytes;
+    s.measured.algorithm = algorithm;
+    s.measured.median_us = median;
+    s.measured.spread_us = spread;
+    s.measured.busbw_gbs = 1.0 / median;
+    return s;
+  };
+  // Launch 1 kept direct slow at 8 B (the shm 4-rank 18.3 us against 3.2-3.6 us of later launches);
+  // launches 2 and 3 did not. Launch 2 also reached 64 B, which this launch's budget cut.
+  const auto dir = std::filesystem::temp_directory_path() / ("tutti-pool-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto table_of = [&](std::vector<tn::sample> samples, const char* name, double seconds) {
+    tn::table t;
+    t.samples = std::move(samples);
+    t.made.command = name;
+    t.made.tune_seconds = seconds;
+    const std::string path = (dir / name).string();
+    tune::write_file(path, tn::write_table(t));
+    return path;
+  };
+  tn::sample elsewhere = point("direct", 8, 1, 0.1);
+  elsewhere.where = {2, 1, 2};  // another layout: not pooled
+  const std::string one = table_of({point("direct", 8, 18.3, 1.0), point("ring", 8, 5.0, 0.2), elsewhere}, "one", 10);
+  const std::string two = table_of({point("direct", 8, 3.4, 0.1), point("ring", 8, 5.1, 0.3), point("ring", 64, 6, 0.2)},
+                                   "two", 20);
+  const std::vector<tn::sample> fresh = {point("direct", 8, 3.6, 0.2), point("ring", 8, 4.9, 0.1)};
+  const auto p = tune::pooled(fresh, {one, two});
+  std::filesystem::remove_all(dir);
+  REQUIRE(p.size() == 3);
+  CHECK(p[0].measured.algorithm == "direct");
+  CHECK(p[0].measured.median_us == 3.6);   // median of 18.3, 3.4, 3.6
+  CHECK(p[0].measured.spread_us == 0.2);   // median of 1.0, 0.1, 0.2
+  CHECK(p[0].measured.busbw_gbs == doctest::Approx(1.0 / 3.6));
+  CHECK(p[1].measured.median_us == 5.0);   // ring: 5.0, 5.1, 4.9
+  CHECK(p[2].bytes == 64);                 // only launch two reached it
+  CHECK(p[2].measured.median_us == 6);
+  // Launch one alone chose ring at 8 B; the pooled points keep the default, direct.
+  const std::vector<tn::contender> order = {{"direct", {}}, {"ring", {}}};
+  const auto alone = tn::choose(std::vector<tn::sample>{point("direct", 8, 18.3, 1.0), point("ring", 8, 5.0, 0.2)},
+                                collective::allreduce, tn::dtype_class::floating, where, {"direct", {}}, order);
+  REQUIRE(!alone.empty());
+  CHECK(alone.front().algorithm == "ring");
+  const auto together = tn::choose(p, collective::allreduce, tn::dtype_class::floating, where, {"direct", {}}, order);
+  REQUIRE(!together.empty());
+  CHECK(together.front().algorithm == "direct");
+  CHECK(parsed({"--pool", "a.json,b.json"}).pool == std::vector<std::string>{"a.json", "b.json"});
 }

@@ -15,6 +15,7 @@
 
 #include "files.hpp"
 #include "options.hpp"
+#include "pool.hpp"
 #include "sweep.hpp"
 #include "tutti/core/config.hpp"
 #include "tutti/core/error.hpp"
@@ -160,6 +161,14 @@ inline void write_table_of(const options& o, const std::vector<series>& all, con
   tutti::tuner::table fresh;
   for (const auto& s : all)
     for (auto& x : samples_of(s, where)) fresh.samples.push_back(std::move(x));
+  if (!o.pool.empty()) {
+    fresh.samples = pooled(std::move(fresh.samples), o.pool);
+    for (const auto& f : o.pool) {  // the table's cost is every launch's; its commands, each launch's
+      const auto earlier = tutti::tuner::read_table_file(f).made;
+      made.tune_seconds += earlier.tune_seconds;
+      made.command = joined(earlier.command, made.command, " ; pooled with ");
+    }
+  }
   fresh.rows = rows_of(all, fresh.samples, where, by_default);
   made.noise_rule = tutti::tuner::noise_rule;
   fresh.made = std::move(made);

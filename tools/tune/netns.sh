@@ -6,7 +6,8 @@
 # namespaces are removed on exit.
 #   HOSTS=2 PPN=2 tools/tune/netns.sh [RATE|none] [-- TUTTI-TUNE-ARGS...]     (RATE: tc's, e.g. 1gbit)
 # e.g. HOSTS=4 PPN=1 tools/tune/netns.sh none -- --budget 600 --merge tuning.json --output tuning.json
-# TUTTI_TUNE names the program (default build/tools/tutti-tune).
+# TUTTI_TUNE names the program (default build/tools/tutti-tune). PIN=1 binds rank r to CPU r mod
+# nproc (taskset), as tutti-run --bind core does on one host.
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 source "$repo/tests/netns/lib.sh"
@@ -22,7 +23,7 @@ key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 pids=()
 rank() {  # rank R: tutti-tune as rank R on its host
   on_host $(($1 / ppn)) env RANK=$1 WORLD_SIZE=$world LOCAL_RANK=$(($1 % ppn)) LOCAL_WORLD_SIZE=$ppn \
-    MASTER_ADDR=10.213.1.1 MASTER_PORT=29500 TUTTI_JOB_KEY="$key" "$tune" --transport multi_node "${args[@]}"
+    MASTER_ADDR=10.213.1.1 MASTER_PORT=29500 TUTTI_JOB_KEY="$key" ${PIN:+taskset -c $(($1 % $(nproc)))} "$tune" --transport multi_node "${args[@]}"
 }
 args=("$@")
 rank 0 &

@@ -42,6 +42,7 @@ struct options {
   double machine_cores = 0;  //!< --machine-cores: every node ran on one machine of this many cores (the model's fit)
   std::string output = "tutti-tuning.json";
   std::string merge;  //!< --merge FILE: keep that table's other layouts
+  std::vector<std::string> pool;  //!< --pool A,B,...: earlier launches' tables of this layout (tools/tune/pool.hpp)
   std::string versus;  //!< --versus FILE: tuned reading FILE against every candidate (no table written)
   // ---- --explain / --check / --export
   std::uint64_t explain_bytes = 0;
@@ -58,7 +59,7 @@ struct options {
 inline constexpr const char* help_text =
     "usage: tutti-run -n N -- tutti-tune [--transport shm|multi_node] [--collectives LIST] [--dtypes LIST]\n"
     "                  [--sizes LIST | --min-bytes B --max-bytes B --factor F] [--reps R] [--budget SECONDS]\n"
-    "                  [--output FILE] [--merge FILE] [--no-knobs]\n"
+    "                  [--output FILE] [--merge FILE] [--pool A,B,...] [--no-knobs]\n"
     "       tutti-run -n N -- tutti-tune --versus FILE [sweep options] [--output FILE]\n"
     "       tutti-tune --explain SIZE [--collective C] [--dtype float|integer] [--table FILE]\n"
     "                  [--world N --nodes N --ranks-per-node N]\n"
@@ -88,6 +89,9 @@ inline constexpr const char* help_text =
     "  --output FILE       where the table goes (default tutti-tuning.json); --export: where it goes\n"
     "                      (default stdout)\n"
     "  --merge FILE        keep FILE's rows and samples of other layouts (and collectives) in the output\n"
+    "  --pool A,B,...      earlier launches' tables (unpooled) of this layout: each point's median is the\n"
+    "                      median over the launches, its spread their median spread; the rows are chosen\n"
+    "                      from those (a slow state one launch kept is outvoted by three or more)\n"
     "  --versus FILE       no tune: algorithm::tuned reading FILE against each candidate alone (its\n"
     "                      defaults), interleaved in one run; a markdown report of tuned / best single\n"
     "                      per point and the geometric means (to --output, default stdout); exit 1 if\n"
@@ -239,6 +243,8 @@ inline constexpr std::uint64_t element_bytes = 4;
       o.output_given = true;
     } else if (arg == "--merge") {
       o.merge = v;
+    } else if (arg == "--pool") {
+      for (auto f : split_list(v)) o.pool.emplace_back(f);
     } else if (arg == "--versus") {
       o.versus = v;
       o.knob_variants = false;  // the single algorithms as they are, against the table's choices

@@ -17,6 +17,12 @@
 #include "comm.hpp"
 #include "tutti/core/config.hpp"
 #include "tutti/tuner/table.hpp"
+#if __has_include("tutti_tune_commit.h")
+#include "tutti_tune_commit.h"  // generated at build time (tools/tune/commit-header.cmake)
+#endif
+#if !defined(TUTTI_TUNE_COMMIT)
+#define TUTTI_TUNE_COMMIT ""
+#endif
 #if defined(TUTTI_HAVE_UCX)
 #include <ucp/api/ucp.h>
 #endif
@@ -58,8 +64,8 @@ namespace tune {
   return std::string(u.sysname) + " " + u.release + " " + u.machine;
 }
 
-//! TUTTI_COMMIT when set (a build from a tarball, or a CI that knows better), else the commit the
-//! build was configured at.
+//! TUTTI_COMMIT when set (a build from a tarball, or a CI that knows better), else the commit that
+//! was built (tools/tune/commit-header.cmake writes it at every build).
 [[nodiscard]] inline std::string commit_text() {
   if (auto c = tutti::config::raw("TUTTI_COMMIT"); c && !c->empty()) return *c;
   return TUTTI_TUNE_COMMIT;
