@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Multi-host scenarios on one machine: 2 hosts (network namespaces, lib.sh) of 2 ranks each.
+# Multi-host scenarios on one machine: 2 hosts (network namespaces, lib.sh) of 2 ranks each
+# (torchrun_4x1: 4 hosts of 1 rank).
 #   launch.sh SCENARIO TESTS_EXE [MPIRUN]
 # Scenarios:
 #   torchrun   the conformance suite, ranks started with torchrun's variables (RANK, WORLD_SIZE,
 #              LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and a TUTTI_JOB_KEY
+#   torchrun_4x1  the same suite on 4 hosts of one rank each: every message crosses a link, and
+#              hierarchical<...> runs with one rank per node
 #   mpirun     the same ranks started by Open MPI's mpirun from host 0, reaching host 1 through an
 #              rsh agent that enters its namespace; ranks from OMPI_COMM_WORLD_*, and NO rendezvous
 #              variable: rank 0's store is found through PMIx (needs tutti::pmix; rank 0 logs it)
@@ -27,17 +30,20 @@ mpirun=${3:-}
 per_rank_limit=${TUTTI_NETNS_RANK_LIMIT:-240}
 export TUTTI_TIMEOUT=${TUTTI_TIMEOUT:-20}
 
-netns_hosts 2
+hosts=2 ppn=2
+[[ $scenario == torchrun_4x1 ]] && hosts=4 ppn=1
+world=$((hosts * ppn))
+netns_hosts "$hosts"
 key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 
-# start_rank R HOST EXTRA_ENV... -- ARGS...: rank R of 4 on HOST, torchrun style, in the background.
+# start_rank R HOST EXTRA_ENV... -- ARGS...: rank R of $world on HOST, torchrun style, in the background.
 pids=()
 start_rank() {
   local r=$1 k=$2; shift 2
   local extra=()
   while [[ $1 != -- ]]; do extra+=("$1"); shift; done
   shift
-  on_host "$k" env RANK="$r" WORLD_SIZE=4 LOCAL_RANK=$((r % 2)) LOCAL_WORLD_SIZE=2 \
+  on_host "$k" env RANK="$r" WORLD_SIZE=$world LOCAL_RANK=$((r % ppn)) LOCAL_WORLD_SIZE=$ppn \
     MASTER_ADDR=10.213.1.1 MASTER_PORT=29500 TUTTI_JOB_KEY="$key" "${extra[@]}" \
     timeout "$per_rank_limit" "$exe" "$@" >"$netns_tmp/rank$r.log" 2>&1 &
   pids[$r]=$!
@@ -51,16 +57,16 @@ wait_ranks() {
     wait "${pids[$r]}" || status[$r]=$?
   done
 }
-all_ranks() { local e; for r in 0 1 2 3; do start_rank "$r" $((r / 2)) "$@"; done; }
+all_ranks() { local r; for ((r = 0; r < world; r++)); do start_rank "$r" $((r / ppn)) "$@"; done; }
 
 case $scenario in
-  torchrun)
+  torchrun | torchrun_4x1)
     all_ranks -- --test-case-exclude='*failure*'
     wait_ranks
-    for r in 0 1 2 3; do
-      [[ ${status[$r]} == 0 ]] || fail "torchrun: rank $r exited ${status[$r]}"
-      grep -q "Status: SUCCESS" "$netns_tmp/rank$r.log" || fail "torchrun: rank $r did not report success"
-      grep -qE "test cases: +0 [|]" "$netns_tmp/rank$r.log" && fail "torchrun: rank $r ran no test case"
+    for ((r = 0; r < world; r++)); do
+      [[ ${status[$r]} == 0 ]] || fail "$scenario: rank $r exited ${status[$r]}"
+      grep -q "Status: SUCCESS" "$netns_tmp/rank$r.log" || fail "$scenario: rank $r did not report success"
+      grep -qE "test cases: +0 [|]" "$netns_tmp/rank$r.log" && fail "$scenario: rank $r ran no test case"
     done
     ;;
   iface)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <tutti/tuner/choose.hpp>
+#include <tutti/tuner/measured_default.hpp>
 #include <tutti/tuner/explain.hpp>
 #include <tutti/tuner/selection.hpp>
 
@@ -169,4 +170,49 @@ TEST_CASE("explain: the row, its reason, every candidate at the nearest measured
   CHECK(text.find("the rule: " + std::string(noise_rule)) != std::string::npos);
   const std::string none = explain(t, {3, 1, 3}, collective::allreduce, dtype_class::floating, 8);
   CHECK(none.find("neither samples around this layout nor a model") != std::string::npos);
+}
+
+TEST_CASE("the default is the candidate fastest over the sweep, not automatic's guess") {
+  using namespace tutti::tuner;
+  const layout where{4, 4, 1};
+  std::vector<sample> samples;
+  auto add = [&](const char* algorithm, std::uint64_t bytes, double median, double spread,
+                 std::vector<tuning_value> tuning = {}) {
+    sample s;
+    s.where = where;
+    s.bytes = bytes;
+    s.measured = {algorithm, std::move(tuning), median, spread, 0};
+    samples.push_back(s);
+  };
+  // Namespace hosts 4 x 1 (medians of three tunes): halving_doubling ahead of automatic's
+  // hierarchical<direct, ring> at every size, but within the ±25 % spreads at 2 MiB.
+  add("hierarchical<direct, ring>", 131072, 402, 101);
+  add("halving_doubling", 131072, 323, 95);
+  add("hierarchical<direct, ring>", 2097152, 4194, 915);
+  add("halving_doubling", 2097152, 3760, 828);
+  // A variant with tuning values is never the default, even with the lowest mean (here only at 128 KiB).
+  add("direct", 131072, 300, 1, {{"direct.one_shot_bytes", 0}});
+  const contender automatic{"hierarchical<direct, ring>", {}};
+  const contender d = measured_default(samples, tutti::collective::allreduce, dtype_class::floating, where, automatic);
+  CHECK(d.algorithm == "halving_doubling");
+  CHECK(d.tuning.empty());
+  const auto rows = choose(samples, tutti::collective::allreduce, dtype_class::floating, where, d);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].algorithm == "halving_doubling");
+  // With automatic's choice as the default the slower one keeps 2 MiB (within the noise).
+  const auto before = choose(samples, tutti::collective::allreduce, dtype_class::floating, where, automatic);
+  REQUIRE(before.size() == 2);
+  CHECK(before[1].algorithm == "hierarchical<direct, ring>");
+  // Ties keep the given default; another layout's or collective's samples do not count.
+  CHECK(measured_default(samples, tutti::collective::allreduce, dtype_class::floating, layout{4, 2, 2}, automatic)
+            .algorithm == automatic.algorithm);
+  CHECK(measured_default(samples, tutti::collective::broadcast, dtype_class::floating, where, automatic).algorithm ==
+        automatic.algorithm);
+  std::vector<sample> tie = {samples[0], samples[2]};
+  tie.push_back(samples[0]);
+  tie.back().measured.algorithm = "ring";
+  tie.push_back(samples[2]);
+  tie.back().measured.algorithm = "ring";
+  CHECK(measured_default(tie, tutti::collective::allreduce, dtype_class::floating, where, automatic).algorithm ==
+        automatic.algorithm);
 }

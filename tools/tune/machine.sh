@@ -14,6 +14,7 @@
 # chosen from it loses to the algorithm it passed over. The pass tables stay in OUT/pass1..PASSES.
 # LAYOUTS (default all): which of shm-2 shm-3 shm-4 netns-none-2x2 netns-none-4x1 netns-1gbit-2x2
 # netns-1gbit-4x1 to tune, e.g. LAYOUTS="shm-4 netns-none-4x1" (the tables then hold only those).
+# START_PASS=K reuses OUT/pass1..K-1 from an earlier run and measures passes K..PASSES.
 # BUILD names the build directory (default build/).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,7 +47,8 @@ pool() {
   [[ ${#earlier[@]} -gt 0 ]] && printf -- '--pool\n%s\n' "$(IFS=,; echo "${earlier[*]}")"
   return 0
 }
-for ((pass = 1; pass <= passes; pass++)); do
+start_pass=${START_PASS:-1}  # START_PASS=K: passes before K are already in OUT/pass1..K-1 (a tune resumed)
+for ((pass = start_pass; pass <= passes; pass++)); do
   dir=$out/pass$pass
   mkdir -p "$dir"
   for n in 2 3 4; do

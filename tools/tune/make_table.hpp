@@ -20,6 +20,7 @@
 #include "tutti/core/config.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/tuner/choose.hpp"
+#include "tutti/tuner/measured_default.hpp"
 #include "tutti/tuner/selection.hpp"
 #include "tutti/tuner/table.hpp"
 #include "tutti/tuner/table_json.hpp"
@@ -99,9 +100,10 @@ template <class Item>
   return t;
 }
 
-//! The rows of every series by the honest rule (tuner/choose.hpp): the default is `by_default`
-//! (what algorithm::automatic runs here) where it has the collective, else the first candidate
-//! that has it (what tuned<...> falls back to); ties go by tuned<...>'s order, defaults first.
+//! The rows of every series by the honest rule (tuner/choose.hpp): the default is the plain
+//! candidate fastest over the sweep's sizes (tuner/measured_default.hpp), else `by_default` (what
+//! algorithm::automatic runs here) where it has the collective, else the first candidate that has
+//! it (what tuned<...> falls back to); ties go by tuned<...>'s order, defaults first.
 [[nodiscard]] inline std::vector<tutti::tuner::row> rows_of(const std::vector<series>& all,
                                                             std::span<const tutti::tuner::sample> samples,
                                                             const tutti::tuner::layout& where, const std::string& by_default) {
@@ -112,8 +114,10 @@ template <class Item>
     for (const auto& c : s.contenders) order.push_back({c.algorithm, c.tuning});
     const bool has_default = std::any_of(s.contenders.begin(), s.contenders.end(),
                                          [&](const contender& c) { return !c.knob && c.algorithm == by_default; });
-    const tutti::tuner::contender deflt{has_default ? by_default : s.contenders.front().algorithm, {}};
-    for (auto& r : tutti::tuner::choose(samples, s.collective, tutti::tuner::class_of(s.type), where, deflt, order))
+    const tutti::tuner::contender fallback{has_default ? by_default : s.contenders.front().algorithm, {}};
+    const auto d = tutti::tuner::class_of(s.type);
+    const tutti::tuner::contender deflt = tutti::tuner::measured_default(samples, s.collective, d, where, fallback);
+    for (auto& r : tutti::tuner::choose(samples, s.collective, d, where, deflt, order))
       rows.push_back(std::move(r));
   }
   return rows;
@@ -163,11 +167,13 @@ inline void write_table_of(const options& o, const std::vector<series>& all, con
     for (auto& x : samples_of(s, where)) fresh.samples.push_back(std::move(x));
   if (!o.pool.empty()) {
     fresh.samples = pooled(std::move(fresh.samples), o.pool);
-    for (const auto& f : o.pool) {  // the table's cost is every launch's; its commands, each launch's
+    std::string commands;  // the table's cost is every launch's; its commands, each launch's in order
+    for (const auto& f : o.pool) {
       const auto earlier = tutti::tuner::read_table_file(f).made;
       made.tune_seconds += earlier.tune_seconds;
-      made.command = joined(earlier.command, made.command, " ; pooled with ");
+      commands = joined(commands, earlier.command, " ; pooled with ");
     }
+    made.command = joined(commands, made.command, " ; pooled with ");
   }
   fresh.rows = rows_of(all, fresh.samples, where, by_default);
   made.noise_rule = tutti::tuner::noise_rule;
