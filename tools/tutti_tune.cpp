@@ -184,6 +184,7 @@ int main(int argc, char** argv) {
       case mode::check: return check_mode(o);
       case mode::export_table: return export_mode(o);
       case mode::combine: return combine_mode(o);
+      case mode::rechoose: return rechoose_mode(o);
       case mode::sweep: break;
     }
     if (o.transport == "shm") return run_shm(o);

@@ -1,7 +1,7 @@
 # tutti-tune end to end, in seconds (issue 20 point 7): a tiny sweep under tutti-run writes a table;
 # --check accepts it and refuses a broken copy with its row and line; --explain prints the row; a
 # job with algorithm::tuned reads it through TUTTI_TUNING_FILE, runs what its rows say and gets the
-# right sums; --versus compares its choices with each candidate alone; --export writes NCCL's CSV; a second sweep (3 ranks) --merge'd into it keeps the
+# right sums; --versus compares its choices with each candidate alone; --export writes NCCL's CSV; --rechoose chooses the same rows again; a second sweep (3 ranks) --merge'd into it keeps the
 # first layout.
 # Usage: tune.sh <tutti-run> <tutti-tune> <tune_reader>
 source "$(dirname "$0")/lib.sh"
@@ -67,4 +67,15 @@ expect_status 0 "tutti-tune -n 3 --merge"
 "$tune" --check "$tmp/merged.json" >"$tmp/merged_check.out" 2>&1 || fail "--check of the merged table"
 expect_in "$tmp/merged_check.out" "1x2 (world 2)" "the merged table's first layout"
 expect_in "$tmp/merged_check.out" "1x3 (world 3)" "the merged table's second layout"
+
+# --rechoose: the rows chosen again from the samples (nothing measured) are the rows the sweep
+# chose (same rule), with the samples kept; a table without --output is refused.
+"$tune" --rechoose "$tmp/merged.json" --output "$tmp/rechosen.json" 2>"$tmp/rechoose.err" || fail "--rechoose"
+"$tune" --check "$tmp/rechosen.json" >"$tmp/rechosen_check.out" 2>&1 || fail "--check of the re-chosen table"
+diff <(grep -v '^measured\|command:\|a valid' "$tmp/merged_check.out") \
+     <(grep -v '^measured\|command:\|a valid' "$tmp/rechosen_check.out") >/dev/null ||
+  fail "--rechoose chose other rows than the sweep under the same rule"
+expect_in "$tmp/rechosen_check.out" "a valid tutti tuning table" "--rechoose's table"
+status=0; "$tune" --rechoose "$tmp/merged.json" >/dev/null 2>&1 || status=$?
+expect_status 2 "--rechoose without --output"
 exit 0

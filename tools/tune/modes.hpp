@@ -13,8 +13,10 @@
 #include <tutti/tuner/choose.hpp>
 #include <tutti/tuner/explain.hpp>
 #include <tutti/tuner/interpolate.hpp>
+#include <tutti/tuner/measured_default.hpp>
 #include <tutti/tuner/selection.hpp>
 #include <tutti/tuner/table.hpp>
+#include <tutti/tuner/table_write.hpp>
 
 #include "files.hpp"
 #include "options.hpp"
@@ -114,8 +116,57 @@ inline int explain_mode(const options& o) {
     if (o.ranks_per_node < 0) where.ranks_per_node = where.world % where.nodes ? 0 : where.world / where.nodes;
   }
   const auto cls = o.explain_dtype == "integer" ? tutti::tuner::dtype_class::integer : tutti::tuner::dtype_class::floating;
-  const std::string by_default = candidates_for_layout(where).by_default;
+  // The default the rows were chosen with: fastest at the most sizes (tuner/measured_default.hpp).
+  const tutti::tuner::contender automatic{candidates_for_layout(where).by_default, {}};
+  const std::string by_default =
+      tutti::tuner::measured_default(t.samples, o.explain_collective, cls, where, automatic).algorithm;
   std::printf("%s\n", tutti::tuner::explain(t, where, o.explain_collective, cls, o.explain_bytes, by_default).c_str());
+  return 0;
+}
+
+//! --rechoose FILE --output OUT: every row chosen again from FILE's samples by this tutti-tune's
+//! rule (tuner/choose.hpp, tuner/measured_default.hpp), nothing measured: when the rule changes,
+//! the tables measured under the old one follow it without another tune. Each (collective, class,
+//! layout) with samples gets new rows (candidates in tuned<...>'s order, knob variants after them);
+//! one without samples (a hand-written row) keeps its rows; the samples and the model stay.
+inline int rechoose_mode(const options& o) {
+  namespace tn = tutti::tuner;
+  if (!o.output_given) throw usage_error{"--rechoose FILE needs --output FILE"};
+  tn::table t = tn::read_table_file(o.table);
+  std::vector<tn::row> rows;
+  std::vector<const tn::sample*> seen;
+  for (const tn::sample& s : t.samples) {
+    const bool done = std::any_of(seen.begin(), seen.end(), [&](const tn::sample* k) {
+      return k->collective_kind == s.collective_kind && k->dtypes == s.dtypes && k->where == s.where;
+    });
+    if (done) continue;
+    seen.push_back(&s);
+    const candidate_set set = candidates_for_layout(s.where);
+    std::vector<tn::contender> order;
+    for (const auto& c : set.candidates) order.push_back({std::string(c.name), {}});
+    const bool automatic_measured = std::any_of(t.samples.begin(), t.samples.end(), [&](const tn::sample& x) {
+      return x.collective_kind == s.collective_kind && x.dtypes == s.dtypes && x.where == s.where &&
+             x.measured.tuning.empty() && x.measured.algorithm == set.by_default;
+    });
+    const tn::contender fallback{automatic_measured ? set.by_default : s.measured.algorithm, {}};
+    const tn::contender deflt = tn::measured_default(t.samples, s.collective_kind, s.dtypes, s.where, fallback);
+    for (auto& r : tn::choose(t.samples, s.collective_kind, s.dtypes, s.where, deflt, order)) rows.push_back(std::move(r));
+  }
+  for (const auto& r : t.rows) {  // rows nothing was measured for stay as they are
+    const bool measured = std::any_of(seen.begin(), seen.end(), [&](const tn::sample* k) {
+      return k->collective_kind == r.collective_kind && k->dtypes == r.dtypes && k->where == r.where;
+    });
+    if (!measured) rows.push_back(r);
+  }
+  for (auto& r : rows) r.line = 0;
+  t.rows = std::move(rows);
+  t.made.noise_rule = std::string(tn::noise_rule);
+  t.made.command += " ; rows chosen again by " + o.command;
+  t.source = o.output;
+  for (const auto& where : layouts_of(t)) (void)tn::compile(t, where, candidates_for_layout(where).candidates, 0);
+  write_file(o.output, tn::write_table(t));
+  std::fprintf(stderr, "tutti-tune: wrote %s: %zu rows chosen again from %zu samples\n", o.output.c_str(), t.rows.size(),
+               t.samples.size());
   return 0;
 }
 

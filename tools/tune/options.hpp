@@ -21,7 +21,7 @@ struct usage_error {
   std::string what;
 };
 
-enum class mode { sweep, explain, check, export_table, combine, help };
+enum class mode { sweep, explain, check, export_table, combine, rechoose, help };
 
 struct options {
   mode what = mode::sweep;
@@ -65,6 +65,7 @@ inline constexpr const char* help_text =
     "                  [--world N --nodes N --ranks-per-node N]\n"
     "       tutti-tune --check FILE\n"
     "       tutti-tune --combine A,B[,...] [--transport shm|multi_node] [--machine-cores N] --output FILE\n"
+    "       tutti-tune --rechoose FILE --output FILE\n"
     "       tutti-tune --export nccl|ucc|ompi|ompi-json [--dtype float|integer] [--table FILE] [--output FILE]\n"
     "\n"
     "Measures every candidate algorithm of algorithm::tuned<...> for this transport (and knob variants)\n"
@@ -100,6 +101,8 @@ inline constexpr const char* help_text =
     "  --check FILE        validate a (hand-edited) table for every layout in it and print a summary\n"
     "  --combine A,B,...   one table from several (later ones replace earlier ones' layouts), the model\n"
     "                      refitted over all samples (--transport says how arguments were checked)\n"
+    "  --rechoose FILE     every row chosen again from FILE's samples by this tutti-tune's rule (nothing\n"
+    "                      measured; samples and model kept): a table tuned under an older rule follows it\n"
     "  --export FORMAT     the table as an NCCL tuner-plugin CSV (nccl), a ucc.conf fragment (ucc), Open MPI\n"
     "                      coll/tuned rules (ompi: classic; ompi-json: the 6.0 JSON format)\n"
     "  --table FILE        the table for --explain and --export (default TUTTI_TUNING_FILE, else built-in)\n"
@@ -270,6 +273,9 @@ inline constexpr std::uint64_t element_bytes = 4;
     } else if (arg == "--combine") {
       o.what = mode::combine;
       for (auto f : split_list(v)) o.combine.emplace_back(f);
+    } else if (arg == "--rechoose") {
+      o.what = mode::rechoose;
+      o.table = v;
     } else if (arg == "--export") {
       if (v != "nccl" && v != "ucc" && v != "ompi" && v != "ompi-json")
         throw usage_error{"--export takes nccl, ucc, ompi or ompi-json, got '" + std::string(v) + "'"};

@@ -36,8 +36,8 @@ inline constexpr std::string_view noise_rule =
     "(spread_best + spread_default) / 2, i.e. their interquartile ranges do not overlap (a spread: the "
     "interquartile range of the repeats, as tutti-tune measures it); equal medians go to the earlier candidate; a range boundary "
     "between measured sizes s1 < s2 that chose differently is sqrt(s1*s2); the default is the candidate without tuning values "
-    "whose medians have the lowest geometric mean over the sizes all of them measured (tuner/measured_default.hpp), "
-    "algorithm::automatic's choice when none is lower";
+    "that was fastest at the most sizes all of them measured (ties: the lower geometric mean, then algorithm::automatic's "
+    "choice; tuner/measured_default.hpp)";
 
 //! Whether a measurement with median `faster_us` beats one with `slower_us` beyond the noise: the
 //! gap larger than half the two spreads together, i.e. their interquartile ranges (median ±
