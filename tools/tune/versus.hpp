@@ -145,7 +145,8 @@ inline void versus_series(const series& s, std::span<const tutti::tuner::candida
                   bytes_text(worst_beyond_at).c_str(), worst_beyond);
     r.met = false;
   } else {
-    std::snprintf(b, sizeof b, worst < versus_floor ? "; below 0.95 only within the noise (the interquartile ranges overlap)\n"
+    std::snprintf(b, sizeof b, worst < versus_floor ? "; below 0.95 only within the noise (the interquartile ranges overlap) "
+                                                      "or where tuned ran that algorithm itself\n"
                                                     : "; at least 0.95 everywhere\n");
   }
   t += b;
