@@ -1,6 +1,7 @@
 //! @file interfaces_test.cpp  bootstrap/interfaces.hpp and network_agreement.hpp: discovery, the pure choice, probed agreement.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -132,4 +133,26 @@ TEST_CASE("network agreement: a shared subnet that does not connect the hosts is
     CHECK_MESSAGE(text.find("a (eth9) could not reach b at 10.255.255.2: it could not listen there") !=
                       std::string::npos, text);
   }
+}
+
+TEST_CASE("interfaces: UCX_NET_DEVICES set by tutti is known as tutti's choice; the user's is not") {
+  const char* before = std::getenv("UCX_NET_DEVICES");
+  const std::string saved = before ? before : "";
+  tutti::bootstrap::network_choice choice;
+  choice.subnet = "10.213.1.0/24";
+  tutti::bootstrap::net_interface eth1;
+  eth1.name = "eth1";
+  eth1.address = "10.213.1.1";
+  choice.on["h0"] = eth1;
+  ::unsetenv("UCX_NET_DEVICES");
+  CHECK_FALSE(tutti::bootstrap::ucx_network_chosen_by_tutti());
+  tutti::bootstrap::apply_to_ucx(choice, "h0", 1);
+  CHECK(std::string(std::getenv("UCX_NET_DEVICES")) == "eth1");
+  CHECK(tutti::bootstrap::ucx_network_chosen_by_tutti());  // UCX then goes over TCP on eth1
+  ::setenv("UCX_NET_DEVICES", "mlx5_0:1", 1);               // the user's: not tutti's choice
+  CHECK_FALSE(tutti::bootstrap::ucx_network_chosen_by_tutti());
+  tutti::bootstrap::apply_to_ucx(choice, "h0", 1);          // kept as the user set it
+  CHECK(std::string(std::getenv("UCX_NET_DEVICES")) == "mlx5_0:1");
+  if (before) ::setenv("UCX_NET_DEVICES", saved.c_str(), 1);
+  else ::unsetenv("UCX_NET_DEVICES");
 }

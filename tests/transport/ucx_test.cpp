@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -442,3 +443,36 @@ TEST_CASE("ucx: building and destroying the transport 20 times leaks no file des
 #else
 TEST_CASE("ucx: not built (UCX or OpenSSL not found: tutti::ucx / tutti::net missing)") {}
 #endif
+
+TEST_CASE("ucx: TUTTI_UCX_RNDV_THRESH reaches UCX only where tutti chose the network and the user set no UCX_RNDV_THRESH") {
+  const auto saved = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  const auto restore = [](const char* name, const std::optional<std::string>& v) {
+    if (v) ::setenv(name, v->c_str(), 1);
+    else ::unsetenv(name);
+  };
+  const auto devices = saved("UCX_NET_DEVICES"), user = saved("UCX_RNDV_THRESH"), ours = saved("TUTTI_UCX_RNDV_THRESH");
+  ::unsetenv("TUTTI_UCX_RNDV_THRESH");
+  CHECK(tutti::transport::ucx_options::from_env().rndv_thresh == "inf");
+  ::setenv("TUTTI_UCX_RNDV_THRESH", "auto", 1);
+  CHECK(tutti::transport::ucx_options::from_env().rndv_thresh == "auto");
+  // A value UCX cannot parse shows whether tutti handed it over: only with the network tutti's.
+  ::unsetenv("UCX_RNDV_THRESH");
+  ::setenv("UCX_NET_DEVICES", "lo", 1);  // the user's: UCX's settings are left alone
+  CHECK_NOTHROW(tutti::transport::ucx_detail::worker(0, 1, "not-a-size"));
+  tutti::bootstrap::network_choice loopback;
+  loopback.subnet = "127.0.0.0/8";
+  loopback.on["here"] = tutti::bootstrap::net_interface{"lo", "127.0.0.1", 8, true};
+  ::unsetenv("UCX_NET_DEVICES");
+  tutti::bootstrap::apply_to_ucx(loopback, "here", 1);  // now tutti's choice
+  CHECK_THROWS_WITH_AS(tutti::transport::ucx_detail::worker(0, 1, "not-a-size"),
+                       doctest::Contains("RNDV_THRESH=not-a-size, from TUTTI_UCX_RNDV_THRESH"), tutti::error);
+  CHECK_NOTHROW(tutti::transport::ucx_detail::worker(0, 1, "inf"));
+  ::setenv("UCX_RNDV_THRESH", "auto", 1);  // the user set UCX's own variable: tutti's is not applied
+  CHECK_NOTHROW(tutti::transport::ucx_detail::worker(0, 1, "not-a-size"));
+  restore("UCX_NET_DEVICES", devices);
+  restore("UCX_RNDV_THRESH", user);
+  restore("TUTTI_UCX_RNDV_THRESH", ours);
+}

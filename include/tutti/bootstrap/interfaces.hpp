@@ -203,6 +203,22 @@ struct network_choice {
   return rank_networks(hosts, filter).front();
 }
 
+namespace interfaces_detail {
+//! UCX_NET_DEVICES as this process set it (apply_to_ucx), empty when it never did.
+inline std::string& ucx_devices_set_here() {
+  static std::string set_here;
+  return set_here;
+}
+}  // namespace interfaces_detail
+
+//! Whether UCX_NET_DEVICES is the IP interface tutti chose (not the user's): UCX then reaches other
+//! hosts over TCP on it, whatever RDMA devices the host has (their UCX names are not interface names).
+[[nodiscard]] inline bool ucx_network_chosen_by_tutti() {
+  const char* now = std::getenv("UCX_NET_DEVICES");
+  const std::string& set_here = interfaces_detail::ucx_devices_set_here();
+  return now && !set_here.empty() && set_here == now;
+}
+
 //! Hands the choice to UCX (UCX_NET_DEVICES=<this host's interface>) unless the user set it, and
 //! logs it at info on rank 0. Call before UCX is initialised.
 inline void apply_to_ucx(const network_choice& choice, const std::string& host_id, int rank) {
@@ -211,7 +227,7 @@ inline void apply_to_ucx(const network_choice& choice, const std::string& host_i
   std::string text = "network " + choice.subnet + ":";
   for (const auto& [host, i] : choice.on) text += " " + host + " " + i.name + " " + i.address + ";";
   // What this process set itself earlier (an earlier transport) is not the user's choice.
-  static std::string set_here;
+  std::string& set_here = interfaces_detail::ucx_devices_set_here();
   if (const char* user = std::getenv("UCX_NET_DEVICES"); user && *user && set_here != user) {
     if (rank == 0) log(log_level::info, rank, text + " UCX_NET_DEVICES=" + user + " kept (set by the user)");
     return;

@@ -55,7 +55,7 @@ class ucx {
              bootstrap::store_ops::of(store)},
         peers_(job_, ops_, worker_),
         channel_(job_, ops_, peers_, worker_),
-        worker_(rank, static_cast<std::size_t>(world_size)) {
+        worker_(rank, static_cast<std::size_t>(world_size), job_.options.rndv_thresh) {
     cpu_set_t cpus;
     const int usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
     job_.spin = job_.world > usable ? 1 : job_.options.spin_before_yield;

@@ -3,10 +3,12 @@
 #include <ucp/api/ucp.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tutti/bootstrap/interfaces.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/transport/ucx/error.hpp"
 #include "tutti/transport/ucx/log_filter.hpp"
@@ -18,10 +20,19 @@ namespace tutti::transport::ucx_detail {
 //! the transport owns exactly one, for its whole life.
 class worker {
  public:
-  worker(int rank, std::size_t estimated_endpoints) : rank_(rank) {
+  //! `rndv_thresh`: UCX's RNDV_THRESH where tutti chose the (TCP) network and the user set none
+  //! (ucx_options::rndv_thresh says why); "auto" or empty: UCX's own.
+  worker(int rank, std::size_t estimated_endpoints, const std::string& rndv_thresh = "auto") : rank_(rank) {
     install_log_filter();
     ucp_config_t* config = nullptr;  // reads UCX_* from the environment (UCX_TLS, UCX_NET_DEVICES, ...)
     if (const ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) fail(rank, "ucp_config_read", s);
+    if (!rndv_thresh.empty() && rndv_thresh != "auto" && !std::getenv("UCX_RNDV_THRESH") &&
+        bootstrap::ucx_network_chosen_by_tutti()) {
+      if (const ucs_status_t s = ucp_config_modify(config, "RNDV_THRESH", rndv_thresh.c_str()); s != UCS_OK) {
+        ucp_config_release(config);
+        fail(rank, "ucp_config_modify(RNDV_THRESH=" + rndv_thresh + ", from TUTTI_UCX_RNDV_THRESH)", s);
+      }
+    }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
     params.features = UCP_FEATURE_TAG;
