@@ -108,21 +108,23 @@ TEST_CASE("tutti-tune: rows from the points, and --merge") {
   std::vector<tune::series> all(1);
   auto& s = all[0];
   s.contenders = tune::contenders_for(cands, collective::allreduce, 2, false, 1 << 30, 1 << 20);
-  s.sizes = {8, 1 << 16, 1 << 20};
-  s.points.assign(3, std::vector<tune::point>(3));
-  // 8 B: ring is faster than direct (the default: the lowest geometric mean over the three sizes)
-  // but within the noise; 64 KiB: direct by far; 1 MiB: ring beyond the noise.
+  s.sizes = {8, 1 << 16, 1 << 18, 1 << 20};
+  s.points.assign(4, std::vector<tune::point>(3));
+  // 8 B: ring is faster than direct (the default: fastest at as many sizes as ring, with the lower
+  // geometric mean) but within the noise; 64 and 256 KiB: direct by far; 1 MiB: ring beyond the noise.
   s.points[0][0].rep_us = {9, 10, 11};
   s.points[0][1].rep_us = {10, 11, 14};
   s.points[0][2].rep_us = {20, 21, 22};
-  s.points[1][0].rep_us = {99, 100, 101};
-  s.points[1][1].rep_us = {9, 10, 11};
-  s.points[1][2].rep_us = {200, 201, 202};
-  s.points[2][0].rep_us = {100, 101, 102};
-  s.points[2][1].rep_us = {300, 301, 302};
-  s.points[2][2].rep_us = {200, 201, 202};
+  for (int i : {1, 2}) {
+    s.points[i][0].rep_us = {99, 100, 101};
+    s.points[i][1].rep_us = {9, 10, 11};
+    s.points[i][2].rep_us = {200, 201, 202};
+  }
+  s.points[3][0].rep_us = {100, 101, 102};
+  s.points[3][1].rep_us = {300, 301, 302};
+  s.points[3][2].rep_us = {200, 201, 202};
   const auto samples = tune::samples_of(s, where);
-  REQUIRE(samples.size() == 9);
+  REQUIRE(samples.size() == 12);
   CHECK(samples[1].measured.algorithm == "direct");
   CHECK(samples[1].measured.median_us == 11);
   CHECK(samples[1].measured.spread_us == 2);  // interquartile range: p75 12.5 - p25 10.5
