@@ -8,16 +8,20 @@
 //! takes max(the schedule's time as if unshaped, the link's bytes / R), not their sum
 //! (cost_model.hpp's seconds(); the sum predicted 8 KiB 25-90 % high on this VM).
 //!
-//! Where the bucket matters: a step whose bytes on the link exceed B outlasts its tokens and is
-//! paced packet by packet behind its own earlier packets. Measured here (4 hosts x 1 rank, 1 Gbit/s,
+//! Where a step's size matters: a step whose bytes on the link exceed B outlasts its tokens and
+//! its later bytes lose rate (why: below). Measured here (4 hosts x 1 rank, 1 Gbit/s,
 //! tuning/vm-2core-20261126/netns-1gbit.json): ring reaches 119 MB/s at 32-512 KiB (steps of at
 //! most 128 KiB = B) and 93 MB/s from 2 MiB on (steps of 512 KiB); halving_doubling and tree, whose
 //! steps exchange both ways with one partner and wait for both, reach the same 119 MB/s while their
 //! steps fit the bucket and 63 MB/s beyond. So each step's bytes are split: min(step, B) are
 //! priced at 1/R (cost_parameters::shaped_link::beta), the rest at paced_beta, or at exchange_beta
-//! in halving_doubling's and tree's steps. All three are fitted (tuner/fit_shaped.hpp); why a
-//! paced byte costs more than 1/R (TCP's acknowledgements and UCX's rendezvous queued behind data
-//! in the same shaped queue, both ways at once in an exchange) is a reading, not measured.
+//! in halving_doubling's and tree's steps. All three are fitted (tuner/fit_shaped.hpp). Why a
+//! paced byte costs more than 1/R was found since (bench/results/ucx-eager-large-20261127): UCX's
+//! rendezvous, whose control messages queue behind the other direction's data in the shaped queue;
+//! with eager messages (TUTTI_UCX_RNDV_THRESH, default inf from aa3cb62) a ring between 2 hosts
+//! reaches the link. So tables measured since should fit eta near 1, and the step size from which
+//! bytes lose rate may be rendezvous's threshold as much as the bucket: these tables cannot tell
+//! 62.5 KB from 250 KB (docs/tuning.md).
 //!
 //! Counted per step on the busiest node's link (its outgoing side: every schedule here sends as
 //! much as it receives): ring sends one chunk across per step (ranks numbered node by node: one
