@@ -1,12 +1,14 @@
 //! @file model_check.cpp  tutti-model-check: the cost model fitted to a tuning table's samples, and each sample predicted against its measurement.
 //!
 //! Usage: tutti-model-check TABLE.json [--machine-cores N | --cores-per-node N] [--node-links L]
-//!                          [--cache-bytes B] [--network-on-cpus 0|1] [--links-shaped 0|1] [--argument-check exchange|epoch|none] [--dtype float|integer] [--holdout WxNxQ]... [--node-from SHM.json] [--csv FILE]
+//!                          [--cache-bytes B] [--network-on-cpus 0|1] [--links-shaped 0|1] [--link-bucket B] [--argument-check exchange|epoch|none] [--dtype float|integer] [--holdout WxNxQ]... [--node-from SHM.json] [--csv FILE]
 //! Prints the fitted alpha, beta, gamma and switch cost, every sample's measured and predicted
 //! time and relative error, and per layout the RMS and largest error and how many samples are
 //! within 20 % (issue 20's bar). --holdout leaves a layout (world x nodes x ranks per node) out of
 //! the fit and predicts it from the others: how the model does on a layout it never saw, which is
 //! what tuned<...> asks of it. --csv writes one line per sample for bench/tuner/model_check.py's plot.
+//! --link-bucket B (with --links-shaped 1): the links are token buckets of B bytes (tc's tbf burst;
+//! tuner/shaped_link.hpp): a call takes max(the unshaped schedule, the link), fitted by regimes.
 //! Computes only; measures nothing.
 #include <cmath>
 #include <cstdio>
@@ -47,7 +49,7 @@ struct error_stats {
 int usage() {
   std::fprintf(stderr,
                "usage: tutti-model-check TABLE.json [--machine-cores N | --cores-per-node N] [--node-links L]\n"
-               "                         [--cache-bytes B] [--network-on-cpus 0|1] [--links-shaped 0|1] [--argument-check exchange|epoch|none]\n"
+               "                         [--cache-bytes B] [--network-on-cpus 0|1] [--links-shaped 0|1] [--link-bucket B] [--argument-check exchange|epoch|none]\n"
                "                         [--dtype float|integer] [--holdout WxNxQ]... [--node-from SHM.json] [--csv FILE]\n");
   return 2;
 }
@@ -70,6 +72,7 @@ int main(int argc, char** argv) {
     else if (a == "--cache-bytes") o.machine.cache_bytes = std::atof(v);
     else if (a == "--network-on-cpus") o.machine.network_on_cpus = std::string_view(v) == "1";
     else if (a == "--links-shaped") o.machine.links_shaped = std::string_view(v) == "1";
+    else if (a == "--link-bucket") o.machine.token_bucket = true, o.machine.bucket_bytes = std::atof(v);
     else if (a == "--argument-check")
       o.machine.check = std::string_view(v) == "epoch" ? argument_check::epoch
                         : std::string_view(v) == "none" ? argument_check::none
@@ -83,7 +86,8 @@ int main(int argc, char** argv) {
   try {
     if (!node_from.empty()) {  // the node's parameters from a shm table of the same machine, fitted as shm tables are
       fit_options shm = o;
-      shm.machine.network_on_cpus = false, shm.machine.links_shaped = false, shm.machine.check = argument_check::epoch;
+      shm.machine.network_on_cpus = false, shm.machine.links_shaped = false, shm.machine.token_bucket = false;
+      shm.machine.check = argument_check::epoch;
       const table n = read_table_file(node_from);
       const auto node = fit_samples_with_residuals(n.samples, shm);
       o.held = node_parameters_of(node.fit.parameters);
@@ -99,6 +103,7 @@ int main(int argc, char** argv) {
     const auto r = fit_samples_with_residuals(fitted_on, o);
     cost_parameters p = parameters_of(r.model);
     p.machine = o.machine;
+    p.link = r.fit.parameters.link;  // a table's model has no place for a shaped link's
     std::printf("# %s: %zu samples, %zu fitted (%zu left out: no formula, other dtype class or no time)%s\n", path.c_str(),
                 t.samples.size(), r.residuals.size(), r.left_out,
                 holdouts.empty() ? "" : ", held-out layouts predicted from the others");
@@ -107,6 +112,16 @@ int main(int argc, char** argv) {
                 p.intra.alpha, p.intra.beta, p.intra.beta > 0 ? 1e-9 / p.intra.beta : 0.0, p.inter.alpha, p.inter.beta,
                 p.inter.beta > 0 ? 1e-9 / p.inter.beta : 0.0, p.gamma, p.gamma > 0 ? 1e-9 / p.gamma : 0.0, p.alpha_sync, p.base_latency, p.switch_cost, p.memory_beta, p.machine.cache_bytes,
                 100 * r.model.rms_relative_error, 100 * r.model.max_relative_error);
+    if (o.machine.links_shaped && o.machine.token_bucket) {  // tuner/shaped_link.hpp
+      const auto& l = p.link;
+      const auto per_s = [](double beta) { return beta > 0 ? 1e-6 / beta : 0.0; };
+      std::printf("token-bucket link (bucket %.0f B): within the bucket %.4g s/B (%.1f MB/s)  beyond it %.4g s/B (%.1f MB/s, "
+                  "efficiency %.3f)  beyond it in exchange steps %.4g s/B (%.1f MB/s, efficiency %.3f of the paced rate)  "
+                  "%zu of %zu samples paced by the link\n\n",
+                  o.machine.bucket_bytes, l.beta, per_s(l.beta), l.paced_beta, per_s(l.paced_beta),
+                  l.paced_beta > 0 ? l.beta / l.paced_beta : 0.0, l.exchange_beta, per_s(l.exchange_beta),
+                  l.exchange_beta > 0 ? l.paced_beta / l.exchange_beta : 0.0, r.fit.link_bound, r.residuals.size());
+    }
 
     std::FILE* csv = csv_path.empty() ? nullptr : std::fopen(csv_path.c_str(), "w");
     if (!csv_path.empty() && !csv) throw tutti::invalid_argument("cannot write " + csv_path);

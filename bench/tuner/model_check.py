@@ -20,6 +20,7 @@ Examples (this 2-core VM, whose shm runs and namespace hosts all share 2 cores):
       --machine-cores 2 --cache-bytes 2M --network-on-cpus --node-from $T/shm.json --holdout 4x4x1
   bench/tuner/model_check.py $T/netns-1gbit.json --out /tmp/model-netns-1gbit \\
       --machine-cores 2 --cache-bytes 2M --network-on-cpus --links-shaped --node-from $T/shm.json
+(--links-shaped: tc tbf's token bucket, --link-bucket bytes; tuner/shaped_link.hpp)
 """
 import argparse
 import csv
@@ -46,6 +47,11 @@ def main():
     ap.add_argument("--network-on-cpus", action="store_true", help="the network is the same CPUs (namespace hosts)")
     ap.add_argument("--links-shaped", action="store_true",
                     help="with --network-on-cpus: the links are shaped (tc), so they pace the network's bytes")
+    ap.add_argument("--link-bucket", type=size_arg, default=131072,
+                    help="with --links-shaped: tc tbf's burst in bytes (default 131072: 'burst 1mbit', which tc reads as "
+                         "1024*1024/8 bytes); a call takes max(the unshaped schedule, the link) (tuner/shaped_link.hpp)")
+    ap.add_argument("--links-summed", action="store_true",
+                    help="with --links-shaped: the first model instead, the link's bytes added to the other terms")
     ap.add_argument("--node-from", default=None,
                     help="a shm table of the same machine: hold the node's parameters (alpha_intra, beta_intra, gamma, "
                          "alpha_sync, base_latency, switch and cache costs) at its fit; fit only the network's")
@@ -62,6 +68,8 @@ def main():
     cmd = [tool, args.table, "--dtype", args.dtype, "--csv", args.out + ".csv", "--node-links", str(args.node_links),
            "--cache-bytes", str(args.cache_bytes), "--network-on-cpus", "1" if args.network_on_cpus else "0",
            "--links-shaped", "1" if args.links_shaped else "0", "--argument-check", args.argument_check]
+    if args.links_shaped and not args.links_summed:
+        cmd += ["--link-bucket", "%d" % args.link_bucket]
     if args.node_from:
         cmd += ["--node-from", args.node_from]
     if args.machine_cores:
@@ -78,7 +86,9 @@ def main():
         md.write(run.stdout)
     # the summary: the fitted parameters and the per-layout table
     lines = run.stdout.splitlines()
-    print("\n".join(line for line in lines[:4] if line))
+    head = lines[:lines.index(next(l for l in lines if l.startswith("| collective")))] if any(
+        l.startswith("| collective") for l in lines) else lines[:4]
+    print("\n".join(line for line in head if line))
     summary = lines[lines.index("| layout | samples | rms error | max error | within 20 % |"):] \
         if "| layout | samples | rms error | max error | within 20 % |" in lines else []
     print("\n".join(summary))

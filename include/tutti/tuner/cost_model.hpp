@@ -12,6 +12,7 @@
 //! tutti runs it (chunk rounds, staging copies, pipelining, contention on a node's link) and
 //! tuner/predict.hpp adds the oversubscription term (`s`, `switch_cost`) and answers by name.
 #pragma once
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -49,6 +50,12 @@ struct machine_shape {
   //! CPUs, pace its bytes, and a node's ranks crossing at once share them. Without it the bytes
   //! of such a network are CPU copies at both ends (unshaped veth): each end pays on its own level.
   bool links_shaped = false;
+  //! With links_shaped: the shaper is a token bucket (tc's tbf) of `bucket_bytes`, and a call
+  //! takes max(the unshaped schedule's time, the time its busiest link needs for its bytes)
+  //! (cost_terms::link_*, cost_parameters::link; tuner/shaped_link.hpp). Without it a shaped
+  //! link's bytes are b_inter, added to the rest (the first model: what tutti-tune's fit does).
+  bool token_bucket = false;
+  double bucket_bytes = 0;  //!< tbf's burst: "burst 1mbit" is 131072 bytes to tc (1024 * 1024 / 8)
   //! Copies a byte sent as a message inside a node costs: 2 through shared memory (into the
   //! ring's slot and out), 1 over NVLink or RDMA. beta_intra prices a message byte; a one-sided
   //! copy or read (algorithm::direct) costs 1 / message_copies of it.
@@ -75,6 +82,14 @@ struct cost_parameters {
   //! Extra seconds per byte moved or reduced inside a node once the data no longer fits a core's
   //! cache (cost_terms::m; tuner/predict.hpp).
   double memory_beta = 0;
+  //! A token-bucket shaped link (machine_shape::token_bucket; tuner/shaped_link.hpp), in seconds
+  //! per byte through the busiest node's link: `beta` for bytes the bucket covers (1 / the rate
+  //! its tokens come at), `paced_beta` for the bytes of a step beyond the bucket (paced packet by
+  //! packet, behind the step's earlier ones), `exchange_beta` for those of schedules whose steps
+  //! exchange both ways with one partner and wait for both (halving_doubling, tree).
+  struct shaped_link {
+    double beta = 0, paced_beta = 0, exchange_beta = 0;
+  } link{};
   machine_shape machine{};  //!< given, not fitted
 };
 
@@ -86,25 +101,44 @@ struct cost_terms {
   double m = 0;  //!< intra bytes moved or reduced out of cache (0 unless the data outgrows it)
   double e = 0;  //!< one-sided synchronisations (epochs) inside a node
   double c = 0;  //!< collective calls (1, or more where a composition calls its parts)
+  //! Bytes through the busiest node's token-bucket shaped link (machine_shape::token_bucket): those
+  //! each step's bucket covers, those beyond it, and those beyond it in exchange steps
+  //! (cost_parameters::shaped_link). Not part of the sum: seconds() takes the larger of the two.
+  double link_within = 0, link_paced = 0, link_exchange = 0;
 
   cost_terms& operator+=(const cost_terms& o) noexcept {
     a_intra += o.a_intra, b_intra += o.b_intra, a_inter += o.a_inter, b_inter += o.b_inter, g += o.g, s += o.s, m += o.m;
     e += o.e, c += o.c;
+    link_within += o.link_within, link_paced += o.link_paced, link_exchange += o.link_exchange;
     return *this;
   }
   //! Every coefficient times k (a phase repeated k times).
   friend cost_terms operator*(cost_terms t, double k) noexcept {
     t.a_intra *= k, t.b_intra *= k, t.a_inter *= k, t.b_inter *= k, t.g *= k, t.s *= k, t.m *= k, t.e *= k, t.c *= k;
+    t.link_within *= k, t.link_paced *= k, t.link_exchange *= k;
     return t;
   }
+  [[nodiscard]] bool on_shaped_link() const noexcept { return link_within > 0 || link_paced > 0 || link_exchange > 0; }
   friend cost_terms operator+(cost_terms a, const cost_terms& b) noexcept { return a += b; }
 };
 
-//! Predicted seconds.
-[[nodiscard]] inline double seconds(const cost_parameters& p, const cost_terms& t) noexcept {
+//! Seconds the busiest token-bucket shaped link needs for a call's bytes (0 without one).
+[[nodiscard]] inline double link_seconds(const cost_parameters& p, const cost_terms& t) noexcept {
+  return t.link_within * p.link.beta + t.link_paced * p.link.paced_beta + t.link_exchange * p.link.exchange_beta;
+}
+
+//! The sum of the terms: the schedule's seconds (as if unshaped, on a token-bucket shaped link).
+[[nodiscard]] inline double summed_seconds(const cost_parameters& p, const cost_terms& t) noexcept {
   return t.a_intra * p.intra.alpha + t.b_intra * p.intra.beta + t.a_inter * p.inter.alpha +
          t.b_inter * p.inter.beta + t.g * p.gamma + t.s * p.switch_cost + t.m * p.memory_beta + t.e * p.alpha_sync +
          t.c * p.base_latency;
+}
+
+//! Predicted seconds: the sum of the terms; on a token-bucket shaped link the larger of that and
+//! the link's time (tuner/shaped_link.hpp).
+[[nodiscard]] inline double seconds(const cost_parameters& p, const cost_terms& t) noexcept {
+  const double sum = summed_seconds(p, t);
+  return t.on_shaped_link() ? std::max(sum, link_seconds(p, t)) : sum;
 }
 
 //! Which level a phase runs on.

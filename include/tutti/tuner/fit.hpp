@@ -40,6 +40,8 @@ struct fit_result {
   bool memory_beta_fitted = false;   //!< some sample outgrew the cache (cost_terms::m != 0)
   bool alpha_sync_fitted = false;    //!< some sample synchronised one-sidedly (cost_terms::e != 0)
   bool base_latency_fitted = false;  //!< some sample was a collective call (cost_terms::c != 0)
+  bool link_fitted = false;          //!< a token-bucket shaped link's (tuner/fit_shaped.hpp): some sample was paced by it
+  std::size_t link_bound = 0;        //!< samples the shaped link paces (its time above the unshaped schedule's)
   double rms_relative_error = 0;     //!< sqrt(mean(((predicted - measured) / measured)^2))
   double max_relative_error = 0;     //!< max |predicted - measured| / measured
   std::size_t samples = 0;

@@ -5,7 +5,9 @@
 //! tuner/fit.hpp solves them (least squares on the relative error). A sample with no formula
 //! (an algorithm the model does not know, a collective it does not model for that algorithm) or
 //! with no positive time is left out and counted. Fit one dtype class at a time (gamma differs
-//! between float and integer reductions): `of_class` picks it. Needs Eigen 3 (tutti::eigen).
+//! between float and integer reductions): `of_class` picks it. On a token-bucket shaped link
+//! (machine_shape::token_bucket) the fit is tuner/fit_shaped.hpp's, and the link's parameters are
+//! in `fit.parameters.link` only (a table's fitted_model has no place for them). Needs Eigen 3 (tutti::eigen).
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -15,6 +17,7 @@
 
 #include "tutti/core/error.hpp"
 #include "tutti/tuner/fit.hpp"
+#include "tutti/tuner/fit_shaped.hpp"
 #include "tutti/tuner/predict.hpp"
 #include "tutti/tuner/table.hpp"
 
@@ -71,7 +74,8 @@ struct samples_fit {
     timed.push_back({*terms, t});
     used.push_back(i);
   }
-  out.fit = fit(timed, o.held);
+  // a token-bucket shaped link: max(unshaped schedule, link), fitted by regimes (tuner/fit_shaped.hpp)
+  out.fit = o.machine.links_shaped && o.machine.token_bucket ? fit_token_bucket(timed, o.held) : fit(timed, o.held);
   const cost_parameters& p = out.fit.parameters;
   out.model.alpha_intra = p.intra.alpha, out.model.beta_intra = p.intra.beta;
   out.model.alpha_inter = p.inter.alpha, out.model.beta_inter = p.inter.beta;

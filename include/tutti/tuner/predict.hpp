@@ -18,7 +18,9 @@
 //!       + a_inter alpha_inter + b_inter beta_inter + (a_intra + a_inter + e)(1 - 1/o) switch_cost.
 //! Network terms are not stretched: a NIC moves bytes whether or not its rank is running — unless
 //! the "network" is the same CPUs (namespace hosts, simulated nodes: machine_shape::network_on_cpus;
-//! its bytes then only where no shaped link paces them, machine_shape::links_shaped).
+//! its bytes then only where no shaped link paces them, machine_shape::links_shaped). A token-bucket
+//! shaped link (machine_shape::token_bucket) keeps the unshaped terms and adds the link's bytes
+//! beside them (tuner/shaped_link.hpp): a call takes the larger of the two (cost_model.hpp's seconds).
 //! docs/tuning.md ("The cost model") has the measurements behind this.
 //!
 //! The cache term: copies and reductions run at cache speed while what a rank touches fits its
@@ -39,6 +41,7 @@
 #include "tutti/tuner/cost_model.hpp"
 #include "tutti/tuner/knobs.hpp"
 #include "tutti/tuner/schedule_terms.hpp"
+#include "tutti/tuner/shaped_link.hpp"
 #include "tutti/tuner/table.hpp"
 
 namespace tutti::tuner {
@@ -195,6 +198,35 @@ inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, coll
     default: return std::nullopt;  // reduce_scatter, allgather: block permutations not modelled
   }
 }
+//! The token-bucket shaped link's terms of `algorithm` for `c` on S bytes over `where`
+//! (tuner/shaped_link.hpp), `flows` times at once per node; hierarchical's are its Inter's, run by
+//! the q ranks of a node at once on whole blocks (and once more on the count's remainder), as in
+//! schedule_terms above; its Intra phases use no link.
+inline std::optional<cost_terms> link_terms(std::string_view algorithm, collective c, const layout& where, double S,
+                                            const schedule_settings& set, const machine_shape& m, double flows = 1) {
+  const int q = ranks_on_a_node(where);
+  const flat_shape shape{where.world, q, m.node_links, m.message_copies, m.network_on_cpus, true};
+  const auto parts = split_composed_name(algorithm);
+  if (!parts) return flat_link_terms(algorithm, c, {where.world, q, shape.crowd(), flows, m.bucket_bytes}, S, set);
+  if (parts->outer != "hierarchical" || where.ranks_per_node <= 0 || c != collective::allreduce) return std::nullopt;
+  const layout node{q, 1, q}, across{where.nodes, where.nodes, 1};
+  if (!schedule_terms(parts->first, collective::reduce_scatter, node, S, set, m))  // Intra's reduce, Inter's allreduce of S, Intra's broadcast
+    return link_terms(parts->second, c, across, S, set, m, flows);
+  const double esz = std::max(1.0, set.element_bytes), count = std::floor(S / esz);
+  const double body = std::floor(count / q) * q * esz, tail = S - body;
+  cost_terms t;
+  if (body > 0) {
+    const auto x = link_terms(parts->second, c, across, body / q, set, m, flows * shape.crowd());
+    if (!x) return std::nullopt;
+    t += *x;
+  }
+  if (tail > 0) {
+    const auto x = link_terms(parts->second, c, across, tail, set, m, flows);
+    if (!x) return std::nullopt;
+    t += *x;
+  }
+  return t;
+}
 }  // namespace detail
 
 //! The total bytes a collective moves from the bytes a table counts (count x element size as
@@ -213,6 +245,15 @@ inline std::optional<cost_terms> schedule_terms(std::string_view algorithm, coll
                                                         const machine_shape& m = {}) {
   if (where.world < 1 || where.nodes < 1 || !(bytes >= 0)) return std::nullopt;
   const double S = whole_vector_bytes(c, where, bytes);
+  if (m.links_shaped && m.token_bucket) {  // the schedule as if unshaped, and its link's bytes beside it
+    machine_shape unshaped = m;
+    unshaped.links_shaped = false;
+    auto t = terms_of(algorithm, c, where, bytes, cores_per_node, tuning, unshaped);
+    const auto l = t ? detail::link_terms(algorithm, c, where, S, settings_of(tuning), m) : std::nullopt;
+    if (!l) return std::nullopt;
+    t->link_within = l->link_within, t->link_paced = l->link_paced, t->link_exchange = l->link_exchange;
+    return t;
+  }
   auto t = detail::schedule_terms(algorithm, c, where, S, settings_of(tuning), m);
   if (!t) return std::nullopt;
   *t += detail::check_terms(algorithm, where, m.check);

@@ -171,6 +171,18 @@ inline std::optional<cost_terms> halving_doubling(collective c, const flat_shape
   return std::nullopt;
 }
 
+//! tree's allreduce pipeline on n ranks (see tree() below): the trees carrying data, the chunks per
+//! tree, a chunk's bytes, and the chunks the busiest rank sends in a steady step.
+struct tree_pipeline {
+  double trees, chunks, chunk, sends;
+};
+inline tree_pipeline tree_allreduce_pipeline(int n, double S, const schedule_settings& set) noexcept {
+  const bool one_tree = S <= 64;
+  const double trees = one_tree ? 1 : 2, tk = one_tree ? rounds_of(S, set.chunk_bytes) : rounds_of(S / 2, set.chunk_bytes);
+  const double sends = one_tree ? std::min(n - 1.0, 3.0) : std::min(static_cast<double>(n), 4.0);
+  return {trees, tk, S / trees / tk, sends};
+}
+
 //! The pipelined double binary tree: each tree carries S/2 in k chunks of c; depth D.
 inline std::optional<cost_terms> tree(collective c, const flat_shape& sh, double S, const schedule_settings& set) {
   const int n = sh.ranks;
@@ -192,9 +204,7 @@ inline std::optional<cost_terms> tree(collective c, const flat_shape& sh, double
       // (its children's: 2, or 1 on 2 ranks); in the D of filling and draining one chunk's time
       // per tree. Measured: tree / ring at 4 ranks 1.45 at 1 MiB (k = 1; the model: 1.33), 1.37
       // at 64 MiB (1.33); at 2 ranks 1.09 at 8 MiB (1.0).
-      const bool one_tree = S <= 64;
-      const double trees = one_tree ? 1 : 2, tk = one_tree ? rounds_of(S, set.chunk_bytes) : k, tc = S / trees / tk;
-      const double sends = one_tree ? std::min(n - 1.0, 3.0) : std::min(static_cast<double>(n), 4.0);
+      const auto [trees, tk, tc, sends] = tree_allreduce_pipeline(n, S, set);
       const double reduces = std::min(n - 1.0, 2.0);
       cost_terms t = on_levels(sh, tree_crossing(sh), trees * (2 * D + tk - 1), sends * tc * (tk - 1) + trees * D * tc,
                                reduces * tc * (tk + D - 1));
