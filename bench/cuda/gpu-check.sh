@@ -37,7 +37,7 @@ gpu_targets=(tutti_cuda_kernels_test tutti_cuda_odr_test tutti_nccl_gpu_tests tu
 build() {
   local build_dir="$1" arch="$2"
   cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DTUTTI_CUDA_ARCHITECTURES="$arch" \
-    -DTUTTI_BUILD_EXAMPLES=OFF -DTUTTI_BUILD_TOOLS=OFF -DTUTTI_BUILD_BENCH=ON -DTUTTI_BUILD_TESTS=ON || return 1
+    -DTUTTI_BUILD_EXAMPLES=OFF -DTUTTI_BUILD_TOOLS=OFF -DTUTTI_BUILD_BENCH=ON -DTUTTI_BUILD_BENCH_EXTRAS=ON -DTUTTI_BUILD_TESTS=ON || return 1
   local start=$SECONDS
   cmake --build "$build_dir" -j "$(nproc)" --target "${gpu_targets[@]}" || return 1
   echo "gpu-check: built ${#gpu_targets[@]} targets for sm_$arch in $((SECONDS - start)) s on $(nproc) cores"
