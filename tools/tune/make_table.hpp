@@ -56,9 +56,8 @@ namespace tune {
 //! Whether `old` (a row's or sample's) is replaced by this sweep: the same layout, collective and class.
 template <class Item>
 [[nodiscard]] bool remeasured(const Item& old, const tutti::tuner::table& fresh) {
-  return std::any_of(fresh.samples.begin(), fresh.samples.end(), [&](const tutti::tuner::sample& s) {
-    return s.where == old.where && s.collective_kind == old.collective_kind && s.dtypes == old.dtypes;
-  });
+  return std::any_of(fresh.samples.begin(), fresh.samples.end(),
+                     [&](const tutti::tuner::sample& s) { return tutti::tuner::same_series(s, old); });
 }
 
 //! "a", "a | b" (each part once): two provenances' texts side by side.

@@ -134,30 +134,22 @@ inline int rechoose_mode(const options& o) {
   if (!o.output_given) throw usage_error{"--rechoose FILE needs --output FILE"};
   tn::table t = tn::read_table_file(o.table);
   std::vector<tn::row> rows;
-  std::vector<const tn::sample*> seen;
-  for (const tn::sample& s : t.samples) {
-    const bool done = std::any_of(seen.begin(), seen.end(), [&](const tn::sample* k) {
-      return k->collective_kind == s.collective_kind && k->dtypes == s.dtypes && k->where == s.where;
-    });
-    if (done) continue;
-    seen.push_back(&s);
+  const std::vector<const tn::sample*> series = tn::series_of(t.samples);
+  for (const tn::sample* first : series) {
+    const tn::sample& s = *first;
     const candidate_set set = candidates_for_layout(s.where);
     std::vector<tn::contender> order;
     for (const auto& c : set.candidates) order.push_back({std::string(c.name), {}});
     const bool automatic_measured = std::any_of(t.samples.begin(), t.samples.end(), [&](const tn::sample& x) {
-      return x.collective_kind == s.collective_kind && x.dtypes == s.dtypes && x.where == s.where &&
-             x.measured.tuning.empty() && x.measured.algorithm == set.by_default;
+      return tn::same_series(x, s) && x.measured.tuning.empty() && x.measured.algorithm == set.by_default;
     });
     const tn::contender fallback{automatic_measured ? set.by_default : s.measured.algorithm, {}};
     const tn::contender deflt = tn::measured_default(t.samples, s.collective_kind, s.dtypes, s.where, fallback);
     for (auto& r : tn::choose(t.samples, s.collective_kind, s.dtypes, s.where, deflt, order)) rows.push_back(std::move(r));
   }
-  for (const auto& r : t.rows) {  // rows nothing was measured for stay as they are
-    const bool measured = std::any_of(seen.begin(), seen.end(), [&](const tn::sample* k) {
-      return k->collective_kind == r.collective_kind && k->dtypes == r.dtypes && k->where == r.where;
-    });
-    if (!measured) rows.push_back(r);
-  }
+  for (const auto& r : t.rows)  // rows nothing was measured for stay as they are
+    if (std::none_of(series.begin(), series.end(), [&](const tn::sample* k) { return tn::same_series(*k, r); }))
+      rows.push_back(r);
   for (auto& r : rows) r.line = 0;
   t.rows = std::move(rows);
   t.made.noise_rule = std::string(tn::noise_rule);

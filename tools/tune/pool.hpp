@@ -44,10 +44,9 @@ namespace tune {
   std::vector<sample> others;
   for (const auto& f : files)
     for (auto& s : tutti::tuner::read_table_file(f).samples) {
-      const bool same_series = std::any_of(fresh.begin(), fresh.end(), [&](const sample& x) {
-        return x.where == s.where && x.collective_kind == s.collective_kind && x.dtypes == s.dtypes;
-      });
-      if (same_series) others.push_back(std::move(s));
+      const bool this_run_has_it =
+          std::any_of(fresh.begin(), fresh.end(), [&](const sample& x) { return tutti::tuner::same_series(x, s); });
+      if (this_run_has_it) others.push_back(std::move(s));
     }
   // Every point once, in this launch's order, then points only earlier launches reached.
   std::vector<sample> out;

@@ -221,19 +221,23 @@ inline std::string reason_of(std::span<const verdict> run, const std::vector<con
   return rows;
 }
 
+//! The first sample of each (collective, dtype class, layout) series in `samples`, in the order first seen.
+[[nodiscard]] inline std::vector<const sample*> series_of(std::span<const sample> samples) {
+  std::vector<const sample*> firsts;
+  for (const sample& s : samples)
+    if (std::none_of(firsts.begin(), firsts.end(), [&](const sample* k) { return same_series(*k, s); }))
+      firsts.push_back(&s);
+  return firsts;
+}
+
 //! The rows for every (collective, dtype class, layout) that `samples` has, in the order first seen;
 //! `default_for(c, where)` names each one's default (what algorithm::automatic runs there).
 template <class DefaultFor>
 [[nodiscard]] std::vector<row> choose_all(std::span<const sample> samples, DefaultFor&& default_for,
                                           std::span<const contender> candidates = {}) {
   std::vector<row> rows;
-  std::vector<const sample*> seen;
-  for (const sample& s : samples) {
-    const bool done = std::any_of(seen.begin(), seen.end(), [&](const sample* k) {
-      return k->collective_kind == s.collective_kind && k->dtypes == s.dtypes && k->where == s.where;
-    });
-    if (done) continue;
-    seen.push_back(&s);
+  for (const sample* first : series_of(samples)) {
+    const sample& s = *first;
     const contender by_default = default_for(s.collective_kind, s.where);
     for (row& r : choose(samples, s.collective_kind, s.dtypes, s.where, by_default, candidates))
       rows.push_back(std::move(r));

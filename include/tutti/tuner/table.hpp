@@ -111,6 +111,12 @@ struct fitted_model {
   std::size_t samples = 0;
 };
 
+//! Whether two rows or samples are for the same (collective, dtype class, layout): one series of a sweep.
+template <class A, class B>
+[[nodiscard]] bool same_series(const A& a, const B& b) noexcept {
+  return a.collective_kind == b.collective_kind && a.dtypes == b.dtypes && a.where == b.where;
+}
+
 struct table {
   static constexpr int format_version = 1;
   provenance made;
