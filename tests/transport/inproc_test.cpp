@@ -325,6 +325,46 @@ TEST_CASE("inproc: a size mismatch fails both sides with transport_error naming 
   }
 }
 
+TEST_CASE("inproc: recv_up_to takes a shorter message and says its size, posted before or after the send") {
+  static_assert(tutti::sized_receive_transport<inproc>);
+  for (bool recv_first : {true, false}) {
+    CAPTURE(recv_first);
+    std::atomic<bool> posted[3] = {false, false, false};  // one hand-over per message
+    std::size_t arrived[3] = {99, 99, 99};
+    std::uint8_t got[3][16] = {};
+    auto errors = inproc::run(2, [&](inproc& t) {
+      const std::size_t sent[3] = {5, 16, 17};
+      std::uint8_t buf[17];
+      for (int k = 0; k < 3; ++k) {
+        if (t.rank() == 0) {
+          std::fill(std::begin(buf), std::end(buf), static_cast<std::uint8_t>(k + 1));
+          if (recv_first) await(posted[k]);
+          auto s = t.send(1, 11 + k, buf, sent[k]);
+          if (!recv_first) posted[k] = true;
+          t.wait(s, soon());
+        } else {
+          if (!recv_first) await(posted[k]);
+          auto r = t.recv_up_to(0, 11 + k, got[k], 16, &arrived[k]);
+          if (recv_first) posted[k] = true;
+          t.wait(r, soon());
+        }
+      }
+    });
+    CHECK(arrived[0] == 5);
+    CHECK(got[0][4] == 1);
+    CHECK(got[0][5] == 0);
+    CHECK(arrived[1] == 16);
+    CHECK(got[1][15] == 2);
+    CHECK(arrived[2] == 99);  // too long: refused on both sides, naming both sizes
+    for (int r = 0; r < 2; ++r) {
+      const std::string msg = what_of(errors[static_cast<std::size_t>(r)]);
+      CAPTURE(msg);
+      CHECK(msg.find("17 bytes") != std::string::npos);
+      CHECK(msg.find("16 bytes") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("inproc: receiving from a rank that returned without sending gives peer_lost quickly") {
   double elapsed = -1;
   int lost_peer = -1;

@@ -87,6 +87,36 @@ TEST_CASE("shm: a receive whose size differs from the send is a transport_error 
   CHECK(contains(results[1].error, "sent 8 bytes"));
 }
 
+TEST_CASE("shm: recv_up_to takes a shorter message, across fragments and ring wrap-around, and says its size") {
+  static_assert(tutti::sized_receive_transport<shm>);
+  auto results = fork_ranks(2, [](const tutti::rank_info& info) {
+    shm t(info);
+    // Shorter than the buffer: empty, one byte, several fragments; then exactly its size; then too long.
+    const std::vector<std::size_t> sent = {0, 1, 300000, 4096, 4097};
+    std::vector<unsigned char> buf(300001);
+    for (std::size_t k = 0; k < sent.size(); ++k) {
+      if (info.rank == 0) {
+        std::fill(buf.begin(), buf.end(), static_cast<unsigned char>(k + 1));
+        auto s = t.send(1, 7, buf.data(), sent[k]);
+        t.wait(s, soon());
+      } else {
+        std::fill(buf.begin(), buf.end(), 0);
+        std::size_t arrived = 12345;
+        const std::size_t capacity = k < 3 ? buf.size() : 4096;
+        auto r = t.recv_up_to(0, 7, buf.data(), capacity, &arrived);
+        t.wait(r, soon());
+        if (arrived != sent[k]) throw std::runtime_error("arrived " + std::to_string(arrived) + " of " + std::to_string(sent[k]));
+        for (std::size_t i = 0; i < buf.size(); ++i)
+          if (buf[i] != (i < sent[k] ? k + 1 : 0)) throw std::runtime_error("byte " + std::to_string(i) + " wrong");
+      }
+    }
+  });
+  CHECK(results[0].exit_code == 0);
+  CHECK(results[1].exit_code == 1);  // only the last, too long
+  CHECK(contains(results[1].error, "expected 4096 bytes"));
+  CHECK(contains(results[1].error, "sent 4097 bytes"));
+}
+
 TEST_CASE("shm: a rank killed with SIGKILL mid-allreduce makes every survivor raise peer_lost naming it, quickly") {
   const std::string job = unique_job_id("shmkill");
   std::vector<pid_t> pids;

@@ -235,6 +235,42 @@ TEST_CASE("ucx: a message of another size than the receive posted fails on the r
   CHECK(contains(out[1], stem + "3 posted 100 bytes but rank 0 sent 10 bytes"));
 }
 
+TEST_CASE("ucx: recv_up_to takes a message of any size up to its buffer and says the size; a longer one fails") {
+  static_assert(tutti::sized_receive_transport<ucx>);
+  const auto out = reports(2, [](const rank_info& info, tcp_store& store) -> std::string {
+    ucx t(info.rank, 2, store, "up-to");
+    const auto until = deadline::after(10s);
+    // Arrived before the receive (10 B), exactly the capacity, empty, rendezvous-sized, too long.
+    const std::vector<std::size_t> sent = {10, 100, 0, 1 << 20, 101}, capacity = {100, 100, 100, (1 << 20) + 5, 100};
+    std::vector<unsigned char> buf((1 << 20) + 5, 0);
+    std::string report;
+    for (std::size_t k = 0; k < sent.size(); ++k) {
+      if (info.rank == 0) {
+        std::fill(buf.begin(), buf.end(), static_cast<unsigned char>(k + 1));
+        auto s = t.send(1, 1 + k, buf.data(), sent[k]);
+        report += outcome([&] { t.wait(s, until); }) + "\n";
+      } else {
+        if (k == 0) std::this_thread::sleep_for(100ms);  // let the first one arrive before the receive
+        std::fill(buf.begin(), buf.end(), 0);
+        std::size_t arrived = 12345;
+        auto r = t.recv_up_to(0, 1 + k, buf.data(), capacity[k], &arrived);
+        report += outcome([&] { t.wait(r, until); });
+        const bool whole = std::all_of(buf.begin(), buf.begin() + static_cast<long>(std::min(sent[k], capacity[k])),
+                                       [&](unsigned char b) { return b == k + 1; });
+        report += " arrived " + std::to_string(arrived) + (whole ? " whole" : " WRONG") + "\n";
+      }
+    }
+    ping(t, 1 - info.rank);  // the transport still works
+    return report;
+  });
+  INFO(out[0], "\n", out[1]);
+  CHECK_FALSE(contains(out[0] + out[1], "unexpected"));
+  CHECK(contains(out[1], "nothing arrived 10 whole\nnothing arrived 100 whole\nnothing arrived 0 whole\n"
+                         "nothing arrived 1048576 whole\n"));
+  CHECK(contains(out[1], "transport_error: rank 1: transport::ucx receive from rank 0 with tag 5 posted 100 bytes but rank 0 "
+                         "sent 101 bytes"));
+}
+
 namespace {
 
 //! Three ranks run allreduce in a loop until `victim` is SIGKILLed, 10 ms after its third one

@@ -44,6 +44,18 @@ concept transport_policy =
       { T::traits } -> std::convertible_to<transport_traits>;
     };
 
+/// A Transport that can also take a message shorter than the receive buffer: what a fixed-size
+/// exchange needs when the sender knows its size and the receiver only a bound (algorithm::eager's
+/// frames: a rank sends its descriptor and data, 40 bytes for an 8-byte allreduce, not the frame).
+///  - `recv_up_to(peer, tag, data, capacity, arrived)`: recv that matches a message of at most
+///    `capacity` bytes; once the request completes, `*arrived` holds its size. A longer message
+///    is the same error as recv's.
+template <class T>
+concept sized_receive_transport =
+    transport_policy<T> && requires(T& t, int peer, std::uint64_t tag, void* out, std::size_t n, std::size_t* arrived) {
+      { t.recv_up_to(peer, tag, out, n, arrived) } -> std::same_as<typename T::request>;
+    };
+
 /// A Transport whose traits.one_sided is true also lets a rank read peers' memory directly:
 /// staging buffers and a registered region of every rank are mapped in every process, and ranks
 /// synchronise through per-rank signal words holding rising epoch numbers.

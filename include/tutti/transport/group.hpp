@@ -52,6 +52,11 @@ class group {
   [[nodiscard]] request recv(int peer, std::uint64_t tag, void* data, std::size_t bytes) {
     return parent_->recv(map(peer), tag, data, bytes);
   }
+  [[nodiscard]] request recv_up_to(int peer, std::uint64_t tag, void* data, std::size_t capacity, std::size_t* arrived)
+    requires sized_receive_transport<Parent>
+  {
+    return parent_->recv_up_to(map(peer), tag, data, capacity, arrived);
+  }
   [[nodiscard]] bool test(request& r) {
     try {
       return parent_->test(r);

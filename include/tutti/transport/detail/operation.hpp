@@ -22,6 +22,9 @@ struct operation {
   int peer = -1;
   std::uint64_t tag = 0;
   std::size_t bytes = 0;
+  //! A receive posted by recv_up_to: a message of at most `bytes` matches, its size is written
+  //! here (nullptr: recv, the size must be `bytes`).
+  std::size_t* arrived_out = nullptr;
 
   //! Records what is being posted; the rest of the record is the transport's to reset.
   void posting(bool send, int to, std::uint64_t with_tag, std::size_t size) noexcept {
@@ -29,6 +32,19 @@ struct operation {
     peer = to;
     tag = with_tag;
     bytes = size;
+    arrived_out = nullptr;
+  }
+
+  //! Whether a receive of this record takes a message of `size` bytes (and records the size).
+  [[nodiscard]] bool takes(std::size_t size) noexcept {
+    if (size == bytes) {
+      if (arrived_out) *arrived_out = size;
+      return true;
+    }
+    if (!arrived_out || size > bytes) return false;
+    *arrived_out = size;
+    bytes = size;  // what moves, and what its messages say, from here on
+    return true;
   }
 };
 

@@ -85,7 +85,7 @@ class fabric {
     }
     op_state* send = is_send ? op : match;
     op_state* recv = is_send ? match : op;
-    if (send->bytes != recv->bytes) {
+    if (!recv->takes(send->bytes)) {
       const int sender = is_send ? self : op->peer;
       const int receiver = is_send ? op->peer : self;
       const std::string why = rank_text(sender) + " sent " + std::to_string(send->bytes) +

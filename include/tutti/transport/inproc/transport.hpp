@@ -66,8 +66,13 @@ class inproc {
   }
 
   [[nodiscard]] request recv(int peer, std::uint64_t tag, void* data, std::size_t bytes) {
-    auto* op = acquire(peer, tag, bytes, false);
+    return recv_up_to(peer, tag, data, bytes, nullptr);
+  }
+  //! recv taking a message of at most `capacity` bytes; its size lands in *arrived (concepts.hpp).
+  [[nodiscard]] request recv_up_to(int peer, std::uint64_t tag, void* data, std::size_t capacity, std::size_t* arrived) {
+    auto* op = acquire(peer, tag, capacity, false);
     op->dst = data;
+    op->arrived_out = arrived;
     fabric_->post_recv(rank_, op);
     return request(op);
   }

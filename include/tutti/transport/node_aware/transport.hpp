@@ -104,6 +104,16 @@ class node_aware {
     return r;
   }
 
+  //! recv taking a shorter message too, where both sides can (concepts.hpp).
+  [[nodiscard]] request recv_up_to(int peer, std::uint64_t tag, void* data, std::size_t capacity, std::size_t* arrived)
+    requires sized_receive_transport<Intra> && sized_receive_transport<Inter>
+  {
+    request r{{false, peer, tag, capacity}, {}, {}, near(peer)};
+    if (r.on_node) r.near = intra_->recv_up_to(local(peer), tag, data, capacity, arrived);
+    else r.far = inter_->recv_up_to(peer, tag, data, capacity, arrived);
+    return r;
+  }
+
   [[nodiscard]] bool test(request& r) {
     if (r.on_node) {
       if (near_test(r.near)) return true;

@@ -63,7 +63,12 @@ class channel {
   }
 
   [[nodiscard]] request recv(int peer, std::uint64_t tag, void* data, std::size_t bytes) {
-    op_state* op = acquire(peer, tag, bytes, false);
+    return recv_up_to(peer, tag, data, bytes, nullptr);
+  }
+  //! recv taking a message of at most `capacity` bytes; its size lands in *arrived (concepts.hpp).
+  [[nodiscard]] request recv_up_to(int peer, std::uint64_t tag, void* data, std::size_t capacity, std::size_t* arrived) {
+    op_state* op = acquire(peer, tag, capacity, false);
+    op->arrived_out = arrived;
     op->dst = static_cast<std::byte*>(data);
     recvs_[static_cast<std::size_t>(peer)].push(op);
     pull(peer);
@@ -203,7 +208,7 @@ class channel {
       while (!(op->started && op->done == op->bytes)) {
         auto* h = job_.slot(base, peer, expected);
         if (h->seq.load(std::memory_order_acquire) != expected + 1) return;  // nothing new yet
-        if (!op->started && (!h->first || h->tag != op->tag || h->message_bytes != op->bytes)) {
+        if (!op->started && (!h->first || h->tag != op->tag || !op->takes(h->message_bytes))) {
           job_.broken = on_rank(job_.job_rank(job_.rank)) + "receive from rank " + job_.label(peer) + " expected " +
                         std::to_string(op->bytes) + " bytes with tag " + std::to_string(op->tag) + " but rank " +
                         job_.label(peer) + " sent " + std::to_string(h->message_bytes) + " bytes with tag " +

@@ -52,7 +52,13 @@ class channel {
   }
 
   [[nodiscard]] request recv(int peer, std::uint64_t tag, void* data, std::size_t bytes) {
-    auto* op = acquire(peer, tag, bytes, false);
+    return recv_up_to(peer, tag, data, bytes, nullptr);
+  }
+  //! recv taking a message of at most `capacity` bytes (UCX matches any shorter one into the same
+  //! buffer); its size lands in *arrived once the request completes (concepts.hpp).
+  [[nodiscard]] request recv_up_to(int peer, std::uint64_t tag, void* data, std::size_t capacity, std::size_t* arrived) {
+    auto* op = acquire(peer, tag, capacity, false);
+    op->arrived_out = arrived;
     ucp_tag_recv_info_t info{};
     ucp_request_param_t param{};
     // NO_IMM_CMPL: a message that already arrived completes through the callback too, which is
@@ -63,7 +69,7 @@ class channel {
     param.user_data = op;
     param.recv_info.tag_info = &info;
     const ucs_status_ptr_t sp =
-        ucp_tag_recv_nbx(worker_.get(), data, bytes, wire_tag(peer, tag), ~std::uint64_t{0}, &param);
+        ucp_tag_recv_nbx(worker_.get(), data, capacity, wire_tag(peer, tag), ~std::uint64_t{0}, &param);
     if (sp == nullptr) op->arrived = info.length;  // not expected with NO_IMM_CMPL, but cheap to honour
     settle(op, sp);
     // What a lost peer sent before dying may still be matched above; nothing more will come.
@@ -195,10 +201,10 @@ class channel {
 
   void finish(request& r) {
     auto* op = std::exchange(r.op, nullptr);
-    const op_state done = *op;
+    op_state done = *op;
     release(op);
     if (done.state == op_done) {
-      if (!done.is_send && done.arrived != done.bytes) throw size_mismatch(job_.rank, done, true, done.arrived);
+      if (!done.is_send && !done.takes(done.arrived)) throw size_mismatch(job_.rank, done, true, done.arrived);
       return;
     }
     if (done.status == UCS_ERR_MESSAGE_TRUNCATED)

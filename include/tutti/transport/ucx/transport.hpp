@@ -82,6 +82,9 @@ class ucx {
   [[nodiscard]] request recv(int peer, std::uint64_t tag, void* data, std::size_t bytes) {
     return channel_.recv(peer, tag, data, bytes);
   }
+  [[nodiscard]] request recv_up_to(int peer, std::uint64_t tag, void* data, std::size_t capacity, std::size_t* arrived) {
+    return channel_.recv_up_to(peer, tag, data, capacity, arrived);
+  }
   [[nodiscard]] bool test(request& r) { return channel_.test(r); }
   void wait(request& r, deadline until) { channel_.wait(r, until); }
 
