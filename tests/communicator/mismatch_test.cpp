@@ -83,20 +83,26 @@ TEST_CASE_TEMPLATE("different counts: every rank gets mismatch naming both count
   }
 }
 
-TEST_CASE_TEMPLATE("counts on both sides of eager's frame (8 and 4096 floats): mismatch on every rank", A,
+TEST_CASE_TEMPLATE("counts on each of eager's paths (8, 4096 and 100,003 floats): mismatch on every rank", A,
                    TUTTI_MISMATCH_ALGORITHMS) {
   using comm_t = comm_of<A>;
-  // One rank's call rides in eager's frames, the other's needs the check and then ring: the frames
-  // have one size whatever the call, so both still meet and judge.
-  auto out = run<A>(3, [](comm_t& comm) {
-    std::vector<float> v(comm.rank() == 1 ? 4096 : 8, 1.0f);
-    comm.allreduce(v, tutti::op::sum);
-  });
-  for (int r = 0; r < 3; ++r) {
-    INFO("rank ", r, ": ", out.messages[r]);
-    CHECK(out.kinds[r] == 1);
-    CHECK(contains(out.messages[r], "count=4096"));
-    CHECK(contains(out.messages[r], "count=8"));
+  // On 3 ranks 8 floats go whole in one round, 4096 in blocks over two, 100,003 take the check and
+  // then ring: every rank's first frame is received into a buffer of the frame's full capacity,
+  // so all still meet and judge, in every combination.
+  const std::vector<std::vector<std::size_t>> cases = {{8, 4096, 100003}, {8, 4096, 8}, {4096, 100003, 4096}, {8, 8, 100003}};
+  for (const auto& counts : cases) {
+    auto out = run<A>(3, [&](comm_t& comm) {
+      std::vector<float> v(counts[static_cast<std::size_t>(comm.rank())], 1.0f);
+      comm.allreduce(v, tutti::op::sum);
+    });
+    for (int r = 0; r < 3; ++r) {
+      INFO("counts ", counts[0], " ", counts[1], " ", counts[2], ", rank ", r, ": ", out.messages[r]);
+      CHECK(out.kinds[r] == 1);
+      // The message names rank 0's count and the first that differs from it.
+      const std::size_t other = counts[1] != counts[0] ? counts[1] : counts[2];
+      CHECK(contains(out.messages[r], "count=" + std::to_string(counts[0])));
+      CHECK(contains(out.messages[r], "count=" + std::to_string(other)));
+    }
   }
 }
 
@@ -193,6 +199,7 @@ TEST_CASE_TEMPLATE("a rank that refuses its own arguments: it says why, the othe
     std::vector<float> in(8, 1.0f), out_buf(comm.rank() == 1 ? 9 : 8);
     comm.allreduce(in, out_buf, tutti::op::sum);
   });
+  INFO(out.messages[1]);
   CHECK(out.kinds[1] == 2);
   CHECK(contains(out.messages[1], "rank 1: allreduce #1: send has 8 elements but recv has 9"));
   for (int r : {0, 2}) {

@@ -6,8 +6,8 @@
 //!
 //! Over a two-sided transport the ranks' arguments are checked in algorithm::eager's frames (its
 //! agree()), not in a round of the communicator's, and a call small enough to ride in those frames
-//! (eager::fits: allreduce, reduce, allgather, broadcast, barrier) finishes there: one message
-//! latency instead of the check's plus the schedule's.
+//! (eager::finishes: up to 16 KiB a frame) finishes there: log2(n) message latencies, instead of
+//! the check's plus the schedule's 2(n - 1).
 //!
 //! A stand-in until `tuned<...>` chooses by measurement: on one host, direct beat ring at every
 //! size measured (bench/results/, docs/tuning.md); across hosts, hierarchical sends each byte over
@@ -86,43 +86,43 @@ struct automatic {
   }
   template <class Ctx>
   static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
-    run(c, count * size_of(t), true, [&](auto a) { decltype(a)::allreduce(c, in, out, count, t, o); });
+    run(c, count * size_of(t), [&](auto a) { decltype(a)::allreduce(c, in, out, count, t, o); });
   }
   template <class Ctx>
   static void reduce_scatter(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
-    run(c, 0, false, [&](auto a) { decltype(a)::reduce_scatter(c, in, out, count, t, o); });
+    run(c, count * size_of(t), [&](auto a) { decltype(a)::reduce_scatter(c, in, out, count, t, o); });
   }
   template <class Ctx>
   static void allgather(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
-    run(c, count * size_of(t), true, [&](auto a) { decltype(a)::allgather(c, in, out, count, t); });
+    run(c, static_cast<std::size_t>(c.size()) * count * size_of(t), [&](auto a) { decltype(a)::allgather(c, in, out, count, t); });
   }
   template <class Ctx>
   static void broadcast(Ctx& c, const void* in, void* out, std::size_t count, dtype t, int root) {
-    run(c, count * size_of(t), true, [&](auto a) { decltype(a)::broadcast(c, in, out, count, t, root); });
+    run(c, count * size_of(t), [&](auto a) { decltype(a)::broadcast(c, in, out, count, t, root); });
   }
   template <class Ctx>
   static void reduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, int root) {
-    run(c, count * size_of(t), true, [&](auto a) { decltype(a)::reduce(c, in, out, count, t, o, root); });
+    run(c, count * size_of(t), [&](auto a) { decltype(a)::reduce(c, in, out, count, t, o, root); });
   }
   template <class Ctx>
   static void alltoall(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
-    run(c, 0, false, [&](auto a) { decltype(a)::alltoall(c, in, out, count, t); });
+    run(c, count * size_of(t), [&](auto a) { decltype(a)::alltoall(c, in, out, count, t); });
   }
   template <class Ctx>
   static void barrier(Ctx& c) {
-    run(c, 0, true, [&](auto a) { decltype(a)::barrier(c); });
+    run(c, 0, [&](auto a) { decltype(a)::barrier(c); });
   }
 
  private:
   //! Calls f with an object whose type names the algorithm to run (`decltype(a)::allreduce(...)`).
-  //! Over a two-sided host transport: eager when the call rides in its frames (`in_frames`: eager
-  //! has a one-round schedule for the collective, and `bytes` fits; the codec is lossless), else
-  //! eager's check first, then the schedule.
+  //! Over a two-sided host transport: eager when it finishes the call in its frames (the most one
+  //! frame must carry, `frame_bytes`, fits: eager::finishes; the codec is lossless), else eager's
+  //! check first, then the schedule.
   template <class Ctx, class F>
-  static void run(Ctx& c, std::size_t bytes, bool in_frames, F&& f) {
+  static void run(Ctx& c, std::size_t frame_bytes, F&& f) {
     using T = typename Ctx::transport_type;
     if constexpr (checks_in_frames<T>) {
-      if (in_frames && Ctx::lossless && eager::fits(bytes)) return f(eager{});
+      if (Ctx::lossless && eager::finishes(frame_bytes)) return f(eager{});
       eager::check_first(c);
     }
     if constexpr (spans_nodes<T>) {

@@ -1,40 +1,46 @@
-//! @file eager.hpp  algorithm::eager — a small collective in one round, the ranks' argument check
-//! riding in the same messages.
+//! @file eager.hpp  algorithm::eager — a small collective in log2(n) rounds of recursive doubling,
+//! the ranks' argument check riding in the same messages.
 //!
-//! Every rank sends every other one fixed-size frame: its collective_descriptor (32 bytes) and up
-//! to `inline_bytes` of its data. Having every rank's descriptor, every rank judges them alike
-//! (core/collective.hpp) and, when they agree, finishes from the frames alone: allreduce and
-//! reduce reduce them in rank order (so every rank gets the same bits), allgather copies them out,
-//! broadcast takes the root's. One message latency in all, where the communicator's separate check
-//! and a ring or hierarchical schedule cost two or more: across hosts the difference is whole
-//! network round trips (docs/algorithms.md has the measurements).
+//! Round k pairs rank r with r xor 2^k (ranks past the largest power of two first hand their frame
+//! to a partner below it and get the result back at the end). Each message is a frame: the
+//! descriptors (core/collective.hpp) of every rank the sender has heard from so far, and the data
+//! the collective needs from them: allreduce and reduce the partial result, broadcast the root's
+//! data once it has it, allgather the blocks it holds. After the rounds every rank has every
+//! descriptor, judges them alike, and when they agree finishes from what it accumulated:
+//! log2(n) message latencies and one message per rank per round, where the communicator's separate
+//! check and a ring schedule cost 2(n - 1) + 1 (Open MPI's small allreduce is the same recursive
+//! doubling, without the check). Partial results combine lower block first, so every rank gets
+//! the same bits. reduce_scatter and alltoall run the rounds as the check, then one round of
+//! direct messages (each block straight to its rank).
 //!
-//! The frame's size never depends on the call, so ranks that disagree about the count (or the
-//! collective) still exchange frames that match, and every rank sees the same mismatch instead of
-//! a transport error or a hang. Larger calls (and reduce_scatter, alltoall, lossy codecs) exchange
-//! the frames as the check alone, then run `ring`. As the check of `tuned<...>` and `automatic`
-//! across hosts (their `agree()`), the frame replaces the communicator's 32-byte round: the same
-//! one round, `inline_bytes` larger.
-//!
-//! n - 1 messages per rank per call: meant for the small calls and world sizes where latency, not
-//! the message count, decides (tuned's table, or automatic's rule, says where).
+//! Frames are received into buffers of the largest frame's size whatever the call, and sent with
+//! only what the call uses (transport::recv_up_to; a transport without it sends whole frames):
+//! ranks that disagree about the count or the collective still exchange frames that match, every
+//! rank sees the same mismatch instead of a transport error or a hang, and no output buffer is
+//! written before the descriptors agree. Larger calls (and lossy codecs) run the rounds as the
+//! check alone, then `ring`. As the check of `tuned<...>` and `automatic` across hosts (their
+//! `agree()`), the rounds replace the communicator's own.
 #pragma once
 #include <cstddef>
 #include <cstring>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "tutti/algorithm/context.hpp"
 #include "tutti/algorithm/helpers.hpp"
+#include "tutti/algorithm/recursive_doubling.hpp"
 #include "tutti/algorithm/ring.hpp"
 #include "tutti/core/collective.hpp"
 #include "tutti/core/dtype.hpp"
+#include "tutti/core/error.hpp"
 #include "tutti/core/listed.hpp"
 #include "tutti/core/op.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/core/reduce.hpp"
+#include "tutti/transport/concepts.hpp"
 #include "tutti/transport/exchange.hpp"
 
 namespace tutti::algorithm {
@@ -42,32 +48,29 @@ namespace tutti::algorithm {
 struct eager {
   using tutti_role = role::algorithm;
   static constexpr std::string_view name = "eager";
-  //! The data a frame carries: calls of at most this many bytes (per rank's block for allgather)
-  //! finish in the check's round. 1 KiB: on a 1 Gbit/s link a frame costs ~8 µs more than the bare
-  //! descriptor, against a network round trip saved.
-  static constexpr std::size_t inline_bytes = 1024;
-  //! allreduce with a lossy codec: the check's round, then the two-sided schedule every algorithm shares.
+  //! The most data a frame carries: allreduce, reduce, broadcast of up to this many bytes, allgather
+  //! of up to this many in all, reduce_scatter and alltoall blocks of up to this many finish in
+  //! eager's own rounds. 16 KiB: on the namespace hosts measured (docs/algorithms.md) log2(n)
+  //! rounds of it beat the check and ring's 2(n - 1) steps on 2 to 4 hosts, shaped or not.
+  static constexpr std::size_t capacity = 16384;
+  //! allreduce with a lossy codec: the check's rounds, then the two-sided schedule every algorithm shares.
   static constexpr bool carries_lossy_codecs = true;
   //! Over any transport: the frames carry the descriptors.
   template <class Transport>
   static constexpr bool checks_arguments = true;
 
-  //! What one rank sends every other: its descriptor, then its data (the rest is left as it was).
-  struct frame {
-    collective_descriptor call;
-    std::byte data[inline_bytes];
-  };
+  //! Whether eager finishes a call in its own rounds when the most data one frame of it must carry
+  //! is `frame_bytes` (allreduce, reduce, broadcast: the buffer; allgather: all ranks' blocks;
+  //! reduce_scatter, alltoall: one block): else it checks, then runs ring.
+  [[nodiscard]] static constexpr bool finishes(std::size_t frame_bytes) noexcept { return frame_bytes <= capacity; }
 
-  //! Whether a call of `bytes` (as each collective below counts them) finishes in the check's round.
-  [[nodiscard]] static constexpr bool fits(std::size_t bytes) noexcept { return bytes <= inline_bytes; }
-
-  //! The check alone: the frames with no data (a rank that refused its own arguments, a larger call).
+  //! The check alone: the rounds with descriptors only (a rank that refused its own arguments, a larger call).
   template <class Ctx>
   static void agree(Ctx& c) {
-    if (c.size() > 1) exchange(c, nullptr, 0);
+    if (c.size() > 1) rounds(c, rd_payload::none{});
   }
 
-  //! The check's round where the communicator asked for one, before a schedule that does not
+  //! The check's rounds where the communicator asked for one, before a schedule that does not
   //! check (ring here; automatic's choice); what runs next in this call checks nothing again.
   template <class Ctx>
   static void check_first(Ctx& c) {
@@ -79,115 +82,186 @@ struct eager {
   template <class Ctx>
   static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
     const std::size_t bytes = count * size_of(t);
-    if (!Ctx::lossless || !fits(bytes)) {
+    if (!Ctx::lossless || !finishes(bytes)) {
       check_first(c);
       return ring::allreduce(c, in, out, count, t, o);
     }
     if (c.size() == 1) return copy_if_distinct(out, in, bytes);
-    const frame* all = exchange(c, in, bytes);
-    reduce_frames(c, all, out, count, t, o);
+    combine(c, in, count, t, o);
+    copy_if_distinct(out, state_of(c).acc.data(), bytes);
   }
 
   template <class Ctx>
   static void reduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, int root) {
     const std::size_t bytes = count * size_of(t);
-    if (!fits(bytes)) {
+    if (!finishes(bytes)) {
       check_first(c);
       return ring::reduce(c, in, out, count, t, o, root);
     }
     if (c.size() == 1) return copy_if_distinct(out, in, bytes);
-    const frame* all = exchange(c, in, bytes);
-    if (c.rank() == root) reduce_frames(c, all, out, count, t, o);
-  }
-
-  template <class Ctx>
-  static void allgather(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
-    const std::size_t bytes = count * size_of(t);
-    if (!fits(bytes)) {
-      check_first(c);
-      return ring::allgather(c, in, out, count, t);
-    }
-    const int n = c.size(), r = c.rank();
-    auto* dst = static_cast<std::byte*>(out);
-    if (n == 1) return copy_if_distinct(dst, in, bytes);
-    const frame* all = exchange(c, in, bytes);
-    for (int p = 0; p < n; ++p)
-      if (p != r && bytes) std::memcpy(dst + static_cast<std::size_t>(p) * bytes, all[p].data, bytes);
-    copy_if_distinct(dst + static_cast<std::size_t>(r) * bytes, in, bytes);  // in may already be there
+    combine(c, in, count, t, o);  // every rank reduces (the same rounds); the root keeps it
+    if (c.rank() == root) copy_if_distinct(out, state_of(c).acc.data(), bytes);
   }
 
   template <class Ctx>
   static void broadcast(Ctx& c, const void* in, void* out, std::size_t count, dtype t, int root) {
     const std::size_t bytes = count * size_of(t);
-    if (!fits(bytes)) {
+    if (!finishes(bytes)) {
       check_first(c);
       return ring::broadcast(c, in, out, count, t, root);
     }
-    const bool mine = c.rank() == root;
-    if (c.size() == 1 || mine) {
-      if (c.size() > 1) exchange(c, in, bytes);
+    if (c.size() == 1 || c.rank() == root) {
+      if (c.size() > 1) rounds(c, rd_payload::from_root{root, in, bytes, nullptr});
       return copy_if_distinct(out, in, bytes);
     }
-    const frame* all = exchange(c, nullptr, 0);
-    if (bytes) std::memcpy(out, all[root].data, bytes);
+    auto& s = state_of(c);
+    s.acc.resize(capacity);
+    rounds(c, rd_payload::from_root{root, nullptr, bytes, s.acc.data()});
+    if (bytes) std::memcpy(out, s.acc.data(), bytes);
   }
 
+  template <class Ctx>
+  static void allgather(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
+    const std::size_t bytes = count * size_of(t);
+    const auto n = static_cast<std::size_t>(c.size());
+    if (!finishes(n * bytes)) {
+      check_first(c);
+      return ring::allgather(c, in, out, count, t);
+    }
+    auto* dst = static_cast<std::byte*>(out);
+    if (n == 1) return copy_if_distinct(dst, in, bytes);
+    auto& s = state_of(c);
+    s.acc.resize(capacity);
+    std::memcpy(s.acc.data() + static_cast<std::size_t>(c.rank()) * bytes, in, bytes);
+    rounds(c, rd_payload::blocks{bytes, s.acc.data()});
+    std::memcpy(dst, s.acc.data(), n * bytes);  // in may be block rank() of out: acc holds it too
+  }
+
+  //! The check's rounds, then block p of `in` straight to rank p; each reduces its own, in rank order.
   template <class Ctx>
   static void reduce_scatter(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
+    const std::size_t bytes = count * size_of(t);
     check_first(c);
-    ring::reduce_scatter(c, in, out, count, t, o);
+    if (!finishes(bytes)) return ring::reduce_scatter(c, in, out, count, t, o);
+    const int n = c.size();
+    if (n == 1) return copy_if_distinct(out, in, bytes);
+    std::byte* got = direct_blocks(c, static_cast<const std::byte*>(in), bytes);
+    for (int p = 1; p < n; ++p) Ctx::reduce(t, o, got, got, got + static_cast<std::size_t>(p) * bytes, count);
+    if (o == op::avg) finish_avg(t, got, count, n);
+    copy_if_distinct(out, got, bytes);
   }
 
+  //! The check's rounds, then block p of `in` straight to rank p.
   template <class Ctx>
   static void alltoall(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
+    const std::size_t bytes = count * size_of(t);
     check_first(c);
-    ring::alltoall(c, in, out, count, t);
+    if (!finishes(bytes)) return ring::alltoall(c, in, out, count, t);
+    const std::byte* got = direct_blocks(c, static_cast<const std::byte*>(in), bytes);
+    std::memcpy(out, got, static_cast<std::size_t>(c.size()) * bytes);  // out may be in: written last
   }
 
-  //! The frames' round is a barrier: nobody's arrives before everybody has sent.
+  //! The rounds are a barrier: nobody's last frame arrives before everybody has sent a first.
   template <class Ctx>
   static void barrier(Ctx& c) {
     agree(c);
   }
 
  private:
-  //! This communicator's frames (rank p's at [p]) and requests, reused call after call.
+  //! Per communicator: the rounds' plan for this rank, frame buffers, the accumulated data.
   template <class Transport>
   struct state {
-    std::vector<frame> frames;
+    rd_plan plan;
+    std::vector<std::byte> send, receive, acc;
+    std::vector<collective_descriptor> calls;
     std::vector<typename Transport::request> pending;
   };
 
-  //! Sends this rank's frame (its descriptor and `bytes` of `data`) to every rank, receives theirs,
-  //! and judges the descriptors (when the communicator asked for a check): every rank throws the
-  //! same mismatch or refusal, or returns the frames.
   template <class Ctx>
-  static const frame* exchange(Ctx& c, const void* data, std::size_t bytes) {
+  static auto& state_of(Ctx& c) {
     using T = typename Ctx::transport_type;
     auto& s = c.template state<state<T>>([] { return std::make_shared<state<T>>(); });
-    const int n = c.size(), r = c.rank();
-    s.frames.resize(static_cast<std::size_t>(n));
-    frame& own = s.frames[static_cast<std::size_t>(r)];
-    own.call = c.descriptor() ? *c.descriptor() : collective_descriptor{};
-    if (bytes) std::memcpy(own.data, data, bytes);
-    c.phase("EAGER");
-    transport::exchange_with_all(c.transport(), c.tag(), std::span(s.frames), c.until(), s.pending);
-    if (c.descriptor()) {
-      std::span<collective_descriptor> calls = c.descriptors();
-      for (int p = 0; p < n; ++p) calls[static_cast<std::size_t>(p)] = s.frames[static_cast<std::size_t>(p)].call;
-      c.verify(calls);
+    if (s.calls.empty()) {
+      const auto n = static_cast<std::size_t>(c.size());
+      s.plan = rd_plan(c.rank(), c.size());
+      s.calls.resize(n);
+      s.send.resize(rd_frame_bytes(n, capacity));
+      s.receive.resize(s.send.size());
     }
-    return s.frames.data();
+    return s;
   }
 
-  //! out = frame 0 (op) frame 1 (op) ... in rank order: the same bits on every rank.
+  //! The rounds reducing every rank's `in` into state's acc (count elements), in place of none.
   template <class Ctx>
-  static void reduce_frames(Ctx& c, const frame* all, void* out, std::size_t count, dtype t, op o) {
-    const int n = c.size();
-    if (count == 0) return;
-    std::memcpy(out, all[0].data, count * size_of(t));
-    for (int p = 1; p < n; ++p) Ctx::reduce(t, o, out, out, all[p].data, count);
-    if (o == op::avg) finish_avg(t, out, count, n);
+  static void combine(Ctx& c, const void* in, std::size_t count, dtype t, op o) {
+    auto& s = state_of(c);
+    const std::size_t bytes = count * size_of(t);
+    s.acc.resize(capacity);
+    copy_if_distinct(s.acc.data(), in, bytes);
+    rounds(c, rd_payload::reduction{t, o, count, s.acc.data(), &Ctx::reduce});
+    if (o == op::avg) finish_avg(t, s.acc.data(), count, c.size());
+  }
+
+  //! Runs the plan's steps with `payload`, then judges the descriptors (when the communicator asked
+  //! for a check): every rank throws the same mismatch or refusal, or has what payload gathered.
+  //! A frame whose data is not the size this rank's call expects is only possible when the
+  //! descriptors differ (then the mismatch is what every rank throws), this rank refused its own
+  //! arguments (the communicator throws its reason), or nothing checked them (an error here).
+  template <class Ctx, class Payload>
+  static void rounds(Ctx& c, Payload&& payload) {
+    using T = typename Ctx::transport_type;
+    auto& s = state_of(c);
+    const collective_descriptor own = c.descriptor() ? *c.descriptor() : collective_descriptor{};
+    s.calls[static_cast<std::size_t>(c.rank())] = own;
+    c.phase("EAGER");
+    bool consistent = true;
+    auto& tr = c.transport();
+    for (const rd_step& step : s.plan.steps) {
+      typename T::request received, sent;  // default: already complete
+      std::size_t arrived = 0;
+      if (!step.theirs.empty()) {
+        if constexpr (sized_receive_transport<T>)
+          received = tr.recv_up_to(step.partner, c.tag(), s.receive.data(), s.receive.size(), &arrived);
+        else received = tr.recv(step.partner, c.tag(), s.receive.data(), s.receive.size());
+      }
+      if (!step.mine.empty()) {
+        const std::size_t used = rd_pack(s.calls, step.mine, payload, s.send.data());
+        sent = tr.send(step.partner, c.tag(), s.send.data(), sized_receive_transport<T> ? used : s.send.size());
+      }
+      tr.wait(received, c.until());  // the transport's deadline names the partner waited on
+      tr.wait(sent, c.until());
+      if (step.theirs.empty()) continue;
+      if constexpr (!sized_receive_transport<T>) arrived = s.receive.size();
+      consistent &= rd_unpack(s.calls, step, payload, s.receive.data(), arrived);
+    }
+    if (c.descriptor()) {
+      c.verify(s.calls);  // returns for a rank that refused its own arguments: it has no data to take
+      return;
+    }
+    if (!consistent)
+      throw invalid_argument(c.where() + "eager: a peer's frame held another amount of data than this rank's call "
+                             "expects (the ranks' calls differ and were not checked)");
+  }
+
+  //! One round of direct messages after the check: block p of `in` to rank p, block q from rank q
+  //! into block q of the returned buffer (this rank's own copied there).
+  template <class Ctx>
+  static std::byte* direct_blocks(Ctx& c, const std::byte* in, std::size_t bytes) {
+    auto& s = state_of(c);
+    const int n = c.size(), r = c.rank();
+    std::byte* got = c.scratch(static_cast<std::size_t>(n) * bytes);
+    std::memcpy(got + static_cast<std::size_t>(r) * bytes, in + static_cast<std::size_t>(r) * bytes, bytes);
+    c.phase("EAGER_BLOCKS");
+    s.pending.clear();
+    s.pending.resize(2 * static_cast<std::size_t>(n));
+    for (int p = 0; p < n; ++p) {
+      if (p == r) continue;
+      const std::size_t at = static_cast<std::size_t>(p) * bytes;
+      s.pending[2 * static_cast<std::size_t>(p)] = c.recv(p, got + at, bytes);
+      s.pending[2 * static_cast<std::size_t>(p) + 1] = c.send(p, in + at, bytes);
+    }
+    transport::wait_for_all(c.transport(), s.pending, c.until());
+    return got;
   }
 };
 
