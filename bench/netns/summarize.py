@@ -48,6 +48,9 @@ def summarize(d):
     tutti = [p for p in peers if p not in PEERS]
     sizes = sorted({s for m in med.values() for s in m})
     ctx = (d / "context.txt").read_text().strip() if (d / "context.txt").exists() else ""
+    # run.sh writes collective=NAME first (COLLECTIVE); results from before it are allreduce.
+    coll = re.search(r"collective=(\S+)", ctx)
+    collective = coll[1] if coll else "allreduce"
     print(f"### {d.name}: {ctx}\n")
     print("| size | " + " | ".join(peers) + " |")
     print("|---:" * (len(peers) + 1) + "|")
@@ -67,14 +70,18 @@ def summarize(d):
 
     # 2 hosts x 2 ranks: flat ring sends 2(n-1)/n = 1.5 S per direction across the link; the
     # node-aware schedule reduces inside the host first and sends S/2 per rank, S per host: 1.5x
-    # fewer bytes on the link, so 1.5x where the link's bandwidth dominates.
+    # fewer bytes on the link, so 1.5x where the link's bandwidth dominates. allgather and
+    # reduce_scatter are each half of that on both sides (0.75 S against S/2): 1.5x too. broadcast
+    # depends on how each side pipelines the root's data: no prediction is printed.
+    predicted = "1.50" if collective in ("allreduce", "allgather", "reduce_scatter") else None
     flat = "tutti_ring"
     hier = [p for p in ("tutti_hierarchical", "tutti_hierarchical_direct") if p in med]
     if flat in med and hier:
         big = [s for s in sizes if s >= 1 << 20 and s in med[flat]]
         if big:
-            print("\nNode-aware hierarchical against flat ring (flat time / hierarchical time; "
-                  "alpha-beta prediction where the link dominates: 1.50):\n")
+            print("\nNode-aware hierarchical against flat ring (flat time / hierarchical time; " +
+                  (f"alpha-beta prediction where the link dominates: {predicted}):\n" if predicted
+                   else f"no alpha-beta prediction for {collective}):\n"))
             print("| size | " + " | ".join(f"{h} / ring" for h in hier) + " |")
             print("|---:" * (len(hier) + 1) + "|")
             for s in big:
