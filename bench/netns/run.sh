@@ -55,6 +55,9 @@ netns_hosts "$hosts"
 [[ $rate != none ]] && shape_links "$rate"
 key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 args=(-b 8 -e "$max" -f 4 -n "${ITERS:-20}" -w "${WARMUP:-5}")  # ITERS, WARMUP: -n, -w
+# -C only when not allreduce: a peer binary built before -C still runs the allreduce sweep.
+ompi_collective=()
+[[ $collective == allreduce ]] || ompi_collective=(-C "$collective")
 agent=$netns_tmp/agent.sh
 cat >"$agent" <<AGENT
 #!/bin/bash
@@ -81,7 +84,7 @@ run_ompi() {
   on_host 0 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 mpirun.openmpi \
     --host "$(for ((k = 0; k < hosts; k++)); do printf '%sh%d:%d' "${k:+,}" "$k" "$ppn"; done | sed 's/^,//')" -np "$world" --bind-to none --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include eth1 \
     --mca btl self,vader,tcp --mca btl_tcp_if_include eth1 --mca mpi_yield_when_idle 1 \
-    "$ompi" -C "$collective" "${args[@]}" >"$1" 2>&1 || true
+    "$ompi" "${ompi_collective[@]}" "${args[@]}" >"$1" 2>&1 || true
 }
 run_gloo() {  # run_gloo LOG: a fresh FileStore per run (shared /tmp), each rank bound to its host's eth1
   local r q pids=() store=$netns_tmp/gloo-store.$RANDOM$RANDOM
