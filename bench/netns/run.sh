@@ -13,6 +13,7 @@
 # interleaved run, e.g. PEERS="tutti_automatic tutti_automatic+UCX_TLS=tcp ompi"; the result file keeps
 # the whole entry as its name, so a VALUE has no '/', '+' or space). Needs build/bench/tutti-bench and, from
 # bench/peers/build.sh, build/peers/mpi-allreduce-bench-openmpi and build/peers/gloo-allreduce-bench.
+# MIN (default 8), ITERS, WARMUP: tutti-bench's and the MPI program's -b, -n, -w (sizes MIN..MAX by 4x).
 # Then: bench/netns/summarize.py OUT_DIR prints medians and ratios.
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -54,7 +55,9 @@ hosts=${HOSTS:-2}; ppn=${PPN:-2}; world=$((hosts * ppn))
 netns_hosts "$hosts"
 [[ $rate != none ]] && shape_links "$rate"
 key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
-args=(-b 8 -e "$max" -f 4 -n "${ITERS:-20}" -w "${WARMUP:-5}")  # ITERS, WARMUP: -n, -w
+# tutti-bench -a 3: a row's time is the slowest rank's, as the MPI program's (MPI_MAX over ranks);
+# results before 2026-11-27 used tutti-bench's default, the mean over ranks.
+args=(-b "${MIN:-8}" -e "$max" -f 4 -n "${ITERS:-20}" -w "${WARMUP:-5}")  # MIN, ITERS, WARMUP: -b, -n, -w
 # -C only when not allreduce: a peer binary built before -C still runs the allreduce sweep.
 ompi_collective=()
 [[ $collective == allreduce ]] || ompi_collective=(-C "$collective")
@@ -73,7 +76,7 @@ run_tutti() {  # run_tutti ALG LOG [VAR=VALUE...]: the variables are set for eve
     on_host $((r / ppn)) env RANK=$r WORLD_SIZE=$world LOCAL_RANK=$((r % ppn)) LOCAL_WORLD_SIZE=$ppn \
       MASTER_ADDR=10.213.1.1 MASTER_PORT=29500 TUTTI_JOB_KEY="$key" ${TUTTI_TUNING_FILE:+TUTTI_TUNING_FILE=$TUTTI_TUNING_FILE} \
       "${@:3}" timeout 300 ${PIN:+taskset -c $((r % $(nproc)))} "$bench" --transport multi_node --algorithm "$1" \
-      --collective "$collective" "${args[@]}" \
+      --collective "$collective" -a 3 "${args[@]}" \
       >"$2.rank$r" 2>&1 &
     pids+=($!)
   done
