@@ -17,8 +17,8 @@ static_assert(std::is_same_v<tutti::algorithm::automatic::for_transport<tutti::t
 static_assert(std::is_same_v<tutti::algorithm::automatic::for_transport<tutti::transport::inproc>, tutti::algorithm::ring>);
 static_assert(tutti::algorithm::automatic::checks_arguments<tutti::transport::inproc>);
 
-// Over shm it is direct; over inproc (two-sided) eager where a call rides in its frames, else
-// eager's check and then ring: the suites' counts cross eager::inline_bytes.
+// Over shm it is direct; over inproc (two-sided) eager where it finishes a call, else eager's
+// check and then ring: the suites' counts cross eager::capacity (16 KiB; 1009 doubles fit, 100,003 not).
 namespace {
 using automatic_processes = tutti::testing::fork_world<tutti::algorithm::automatic>;
 using automatic_threads = tutti::testing::inproc_world<tutti::algorithm::automatic>;
