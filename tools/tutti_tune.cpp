@@ -48,10 +48,11 @@ using shm_candidates = alg::tuned_on_one_host;
 using multi_node_candidates = alg::tuned_across_hosts;
 
 //! What algorithm::automatic runs over `Transport` with `where` (the rule's default candidate):
-//! its flat choice on one host; across nodes hierarchical<direct, ring> when nodes are even, else ring.
+//! its flat choice on one host; across nodes hierarchical<direct, ring> when nodes are even and hold
+//! several ranks, else ring.
 template <class Transport>
 std::string automatic_choice(const tutti::tuner::layout& where) {
-  return std::string(alg::automatic::choice_name<Transport>(where.ranks_per_node != 0));
+  return std::string(alg::automatic::choice_name<Transport>(where.ranks_per_node));
 }
 
 //! Refusals before the bootstrap (which waits for every rank).

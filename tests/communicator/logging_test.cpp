@@ -125,7 +125,8 @@ TEST_CASE("logging: info says what algorithm::automatic resolved to, and the nod
   CAPTURE(flat);
   CHECK(lines_matching(flat, R"(; algorithm automatic \(ring\); codec none;)").size() == 2);
 
-  // Over a node-aware transport: hierarchical<direct, ring> on even nodes, the flat ring otherwise.
+  // Over a node-aware transport: hierarchical<direct, ring> on even nodes of several ranks, the flat
+  // ring otherwise (one rank per node: hierarchical's node level would only copy).
   // A user saw "2 node(s) of 2 2 rank(s)" here.
   using node_comm = tutti::communicator<tutti::testing::shm_node_aware, tutti::algorithm::automatic>;
   const auto announced = [](std::vector<std::string> ids) {
@@ -139,6 +140,9 @@ TEST_CASE("logging: info says what algorithm::automatic resolved to, and the nod
   const std::string even = announced({"a", "a", "b", "b"});
   CAPTURE(even);
   CHECK(lines_matching(even, R"(; algorithm automatic \(hierarchical<direct, ring>\); .*; 2 nodes of 2 ranks each; )").size() == 4);
+  const std::string single = announced({"a", "b"});
+  CAPTURE(single);
+  CHECK(lines_matching(single, R"(; algorithm automatic \(ring: one rank per node\); )").size() == 2);
   const std::string uneven = announced({"a", "a", "b"});
   CAPTURE(uneven);
   CHECK(lines_matching(uneven, R"(; algorithm automatic \(ring: the nodes hold different numbers of ranks\); .*; )"

@@ -525,6 +525,7 @@ TEST_CASE("export: automatic and hierarchical resolve to what runs on the row's 
   CHECK(resolve(parse_algorithm("automatic"), {4, 1, 4}, "shm").name.text() == "direct");
   CHECK(resolve(parse_algorithm("automatic"), {4, 2, 2}, "multi_node").name.text() == "hierarchical<direct, ring>");
   CHECK(resolve(parse_algorithm("automatic"), {3, 2, 0}, "multi_node").name.text() == "ring");  // uneven nodes
+  CHECK(resolve(parse_algorithm("automatic"), {4, 4, 1}, "multi_node").name.text() == "ring");  // one rank per node
   CHECK(resolve(parse_algorithm("automatic"), {4, 1, 4}, "inproc").name.text() == "ring");
   CHECK(resolve(parse_algorithm("automatic"), {4, 1, 4}, "").name.text() == "automatic");  // unknown: no counterpart
   CHECK(resolve(parse_algorithm("hierarchical<tree, ring>"), {4, 1, 4}, "").name.text() == "tree");

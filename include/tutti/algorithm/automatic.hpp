@@ -1,12 +1,12 @@
 //! @file automatic.hpp  algorithm::automatic — the best built algorithm for the transport:
 //! `direct` on a one-sided transport (shm), `ring` on any other two-sided one, and on a transport
 //! that spans nodes (transport::node_aware) `hierarchical<direct, ring>` — direct through shared
-//! memory inside each node, ring across — when every node holds the same number of ranks, else
-//! the flat ring (decided at run time from the node map, identically on every rank).
+//! memory inside each node, ring across — when every node holds the same number (> 1) of ranks,
+//! else the flat ring (decided at run time from the node map, identically on every rank).
 //!
 //! Over a two-sided transport the ranks' arguments are checked in algorithm::eager's frames (its
 //! agree()), not in a round of the communicator's, and a call small enough to ride in those frames
-//! (eager::finishes: up to 16 KiB a frame) finishes there: log2(n) message latencies, instead of
+//! (eager::finishes: up to 16 KiB a frame, 64 KiB on 2 ranks) finishes there: log2(n) message latencies, instead of
 //! the check's plus the schedule's 2(n - 1).
 //!
 //! A stand-in until `tuned<...>` chooses by measurement: on one host, direct beat ring at every
@@ -47,11 +47,11 @@ struct automatic {
   template <class Transport>
   using for_transport = std::conditional_t<spans_nodes<Transport>, across_nodes_for<Transport>, flat_for<Transport>>;
 
-  //! The name of what run() picks over Transport when the nodes hold equal numbers of ranks or
-  //! not: the default candidate of tuned<...>'s fallback and of tutti-tune's rule.
+  //! The name of what run() picks over Transport when every node holds `ranks_per_node` ranks (0:
+  //! the nodes differ): the default candidate of tuned<...>'s fallback and of tutti-tune's rule.
   template <class Transport>
-  [[nodiscard]] static constexpr std::string_view choice_name(bool nodes_even) noexcept {
-    if constexpr (spans_nodes<Transport>) return nodes_even ? across_nodes_for<Transport>::name : ring::name;
+  [[nodiscard]] static constexpr std::string_view choice_name(int ranks_per_node) noexcept {
+    if constexpr (spans_nodes<Transport>) return ranks_per_node > 1 ? across_nodes_for<Transport>::name : ring::name;
     else return flat_for<Transport>::name;
   }
 
@@ -63,9 +63,10 @@ struct automatic {
       const std::string hierarchical(across_nodes_for<Transport>::name);
       if constexpr (requires { t.nodes().even(); }) {
         if (!t.nodes().even()) return "ring: the nodes hold different numbers of ranks";
+        if (t.nodes().nodes() == t.world_size()) return "ring: one rank per node";
         return hierarchical;
       } else {
-        return hierarchical + " on even nodes, else ring";
+        return hierarchical + " on even nodes of several ranks, else ring";
       }
     } else {
       return std::string(flat_for<Transport>::name);
@@ -122,11 +123,13 @@ struct automatic {
   static void run(Ctx& c, std::size_t frame_bytes, F&& f) {
     using T = typename Ctx::transport_type;
     if constexpr (checks_in_frames<T>) {
-      if (Ctx::lossless && eager::finishes(frame_bytes)) return f(eager{});
+      if (Ctx::lossless && eager::finishes(c.size(), frame_bytes)) return f(eager{});
       eager::check_first(c);
     }
     if constexpr (spans_nodes<T>) {
-      if (c.nodes().even()) return f(across_nodes_for<T>{});
+      // One rank per node: hierarchical's node level would only copy (its allgather 3 passes over
+      // the output), and what it runs across nodes is this same ring.
+      if (c.nodes().even() && c.nodes().nodes() < c.size()) return f(across_nodes_for<T>{});
       return f(ring{});
     } else {
       return f(flat_for<T>{});

@@ -48,21 +48,26 @@ namespace tutti::algorithm {
 struct eager {
   using tutti_role = role::algorithm;
   static constexpr std::string_view name = "eager";
-  //! The most data a frame carries: allreduce, reduce, broadcast of up to this many bytes, allgather
-  //! of up to this many in all, reduce_scatter and alltoall blocks of up to this many finish in
-  //! eager's own rounds. 16 KiB: on the namespace hosts measured (docs/algorithms.md) log2(n)
-  //! rounds of it beat the check and ring's 2(n - 1) steps on 2 to 4 hosts, shaped or not.
-  static constexpr std::size_t capacity = 16384;
+  //! The most data a frame carries on n ranks: allreduce, reduce, broadcast of up to this many
+  //! bytes, allgather of up to this many in all, reduce_scatter and alltoall blocks of up to this
+  //! many finish in eager's own rounds. 16 KiB: on the namespace hosts measured (docs/algorithms.md)
+  //! log2(n) rounds of it beat the check and ring's 2(n - 1) steps on 2 to 4 hosts, shaped or not;
+  //! recursive doubling sends log2(n) S per rank against ring's 2(n - 1)/n S, so the limit stays
+  //! small. On 2 ranks both send S and eager's one message saves ring's second step and the
+  //! check: 64 KiB there (above it the frame's copies cost what the latencies save).
+  [[nodiscard]] static constexpr std::size_t capacity(int n) noexcept { return n <= 2 ? 65536 : 16384; }
   //! allreduce with a lossy codec: the check's rounds, then the two-sided schedule every algorithm shares.
   static constexpr bool carries_lossy_codecs = true;
   //! Over any transport: the frames carry the descriptors.
   template <class Transport>
   static constexpr bool checks_arguments = true;
 
-  //! Whether eager finishes a call in its own rounds when the most data one frame of it must carry
+  //! Whether eager finishes a call on n ranks when the most data one frame of it must carry
   //! is `frame_bytes` (allreduce, reduce, broadcast: the buffer; allgather: all ranks' blocks;
   //! reduce_scatter, alltoall: one block): else it checks, then runs ring.
-  [[nodiscard]] static constexpr bool finishes(std::size_t frame_bytes) noexcept { return frame_bytes <= capacity; }
+  [[nodiscard]] static constexpr bool finishes(int n, std::size_t frame_bytes) noexcept {
+    return frame_bytes <= capacity(n);
+  }
 
   //! The check alone: the rounds with descriptors only (a rank that refused its own arguments, a larger call).
   template <class Ctx>
@@ -82,7 +87,7 @@ struct eager {
   template <class Ctx>
   static void allreduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
     const std::size_t bytes = count * size_of(t);
-    if (!Ctx::lossless || !finishes(bytes)) {
+    if (!Ctx::lossless || !finishes(c.size(), bytes)) {
       check_first(c);
       return ring::allreduce(c, in, out, count, t, o);
     }
@@ -94,7 +99,7 @@ struct eager {
   template <class Ctx>
   static void reduce(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o, int root) {
     const std::size_t bytes = count * size_of(t);
-    if (!finishes(bytes)) {
+    if (!finishes(c.size(), bytes)) {
       check_first(c);
       return ring::reduce(c, in, out, count, t, o, root);
     }
@@ -106,7 +111,7 @@ struct eager {
   template <class Ctx>
   static void broadcast(Ctx& c, const void* in, void* out, std::size_t count, dtype t, int root) {
     const std::size_t bytes = count * size_of(t);
-    if (!finishes(bytes)) {
+    if (!finishes(c.size(), bytes)) {
       check_first(c);
       return ring::broadcast(c, in, out, count, t, root);
     }
@@ -115,7 +120,7 @@ struct eager {
       return copy_if_distinct(out, in, bytes);
     }
     auto& s = state_of(c);
-    s.acc.resize(capacity);
+    s.acc.resize(capacity(c.size()));
     rounds(c, rd_payload::from_root{root, nullptr, bytes, s.acc.data()});
     if (bytes) std::memcpy(out, s.acc.data(), bytes);
   }
@@ -124,14 +129,14 @@ struct eager {
   static void allgather(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
     const std::size_t bytes = count * size_of(t);
     const auto n = static_cast<std::size_t>(c.size());
-    if (!finishes(n * bytes)) {
+    if (!finishes(c.size(), n * bytes)) {
       check_first(c);
       return ring::allgather(c, in, out, count, t);
     }
     auto* dst = static_cast<std::byte*>(out);
     if (n == 1) return copy_if_distinct(dst, in, bytes);
     auto& s = state_of(c);
-    s.acc.resize(capacity);
+    s.acc.resize(capacity(c.size()));
     std::memcpy(s.acc.data() + static_cast<std::size_t>(c.rank()) * bytes, in, bytes);
     rounds(c, rd_payload::blocks{bytes, s.acc.data()});
     std::memcpy(dst, s.acc.data(), n * bytes);  // in may be block rank() of out: acc holds it too
@@ -142,7 +147,7 @@ struct eager {
   static void reduce_scatter(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
     const std::size_t bytes = count * size_of(t);
     check_first(c);
-    if (!finishes(bytes)) return ring::reduce_scatter(c, in, out, count, t, o);
+    if (!finishes(c.size(), bytes)) return ring::reduce_scatter(c, in, out, count, t, o);
     const int n = c.size();
     if (n == 1) return copy_if_distinct(out, in, bytes);
     std::byte* got = direct_blocks(c, static_cast<const std::byte*>(in), bytes);
@@ -156,7 +161,7 @@ struct eager {
   static void alltoall(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
     const std::size_t bytes = count * size_of(t);
     check_first(c);
-    if (!finishes(bytes)) return ring::alltoall(c, in, out, count, t);
+    if (!finishes(c.size(), bytes)) return ring::alltoall(c, in, out, count, t);
     const std::byte* got = direct_blocks(c, static_cast<const std::byte*>(in), bytes);
     std::memcpy(out, got, static_cast<std::size_t>(c.size()) * bytes);  // out may be in: written last
   }
@@ -185,7 +190,7 @@ struct eager {
       const auto n = static_cast<std::size_t>(c.size());
       s.plan = rd_plan(c.rank(), c.size());
       s.calls.resize(n);
-      s.send.resize(rd_frame_bytes(n, capacity));
+      s.send.resize(rd_frame_bytes(n, capacity(c.size())));
       s.receive.resize(s.send.size());
     }
     return s;
@@ -196,7 +201,7 @@ struct eager {
   static void combine(Ctx& c, const void* in, std::size_t count, dtype t, op o) {
     auto& s = state_of(c);
     const std::size_t bytes = count * size_of(t);
-    s.acc.resize(capacity);
+    s.acc.resize(capacity(c.size()));
     copy_if_distinct(s.acc.data(), in, bytes);
     rounds(c, rd_payload::reduction{t, o, count, s.acc.data(), &Ctx::reduce});
     if (o == op::avg) finish_avg(t, s.acc.data(), count, c.size());

@@ -262,7 +262,7 @@ struct tuned {
   //! is one of them, else the first.
   template <class Ctx>
   static std::uint32_t fallback_for(const tuner::layout& here) {
-    const std::string_view wanted = automatic::choice_name<typename Ctx::transport_type>(here.ranks_per_node != 0);
+    const std::string_view wanted = automatic::choice_name<typename Ctx::transport_type>(here.ranks_per_node);
     for (std::uint32_t i = 0; i < count; ++i)
       if (control::names[i] == wanted) return i;
     return 0;

@@ -95,7 +95,7 @@ struct resolved {
     if (transport == "shm")
       picks = "direct";
     else if (transport == "multi_node" || transport.starts_with("node_aware"))
-      picks = where.ranks_per_node > 0 ? "hierarchical<direct, ring>" : "ring";
+      picks = where.ranks_per_node > 1 ? "hierarchical<direct, ring>" : "ring";  // automatic.hpp's rule
     else if (!transport.empty())
       picks = "ring";
     if (picks.empty())
