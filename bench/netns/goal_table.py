@@ -42,7 +42,8 @@ def main(argv):
                 continue
             col = cols.setdefault((m[1], m[2]), {})
             for s, (t, _, _) in med[tutti].items():
-                if s in med["ompi"]:
+                # A size below one element per rank (allgather, reduce_scatter) moves nothing: no ratio.
+                if s > 0 and s in med["ompi"] and t > 0 and med["ompi"][s][0] > 0:
                     col[s] = (t, med["ompi"][s][0])
         if not cols:
             continue
