@@ -1,5 +1,7 @@
 //! @file deadline.hpp  Deadlines and the spin-then-yield-then-sleep backoff every wait uses.
 #pragma once
+#include <sched.h>
+
 #include <chrono>
 #include <thread>
 
@@ -17,6 +19,16 @@ class deadline {
  private:
   clock::time_point at_;
 };
+
+//! Whether `ranks` processes outnumber the cores this one may run on (its affinity mask): their
+//! waits should then yield at once, since spinning only delays the peer that needs the core.
+//! Transports ask it with the job's world size: on one host that counts every rank sharing it,
+//! across hosts it is the cautious bound (namespace hosts share one machine's cores).
+[[nodiscard]] inline bool outnumbered_cores(int ranks) noexcept {
+  cpu_set_t cpus;
+  const int usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return ranks > usable;
+}
 
 //! Spinning on a flag costs ~0.1 us, waking a sleeper ~30 us: spin first, then yield (so
 //! oversubscribed ranks still progress), then sleep briefly so an idle wait does not burn a core.

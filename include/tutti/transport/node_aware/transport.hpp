@@ -127,7 +127,7 @@ class node_aware {
 
   //! Polls both sides until `r` completes; each side reports its own peer loss, this the deadline.
   void wait(request& r, deadline until) {
-    backoff b(0);  // each test() already spins inside its transport's progress
+    backoff b(spin_rounds_);
     while (!test(r)) {
       if (b.check_clock() && until.passed())
         throw timeout(on_rank(rank_, "transport::node_aware") + (r.on_node ? "shared-memory " : "network ") +
@@ -178,6 +178,11 @@ class node_aware {
 
   node_map map_;
   int rank_;
+  //! Polls of both sides a wait makes before yielding the core: none when the job's ranks
+  //! outnumber the cores (each yield hands it to a peer that may be the one waited on); else as
+  //! many as the transports' own waits spin, since a yield per poll cost a rank alone on its core
+  //! a system call per round for nothing.
+  unsigned spin_rounds_ = outnumbered_cores(map_.world_size()) ? 0 : backoff::default_spin_rounds;
   std::unique_ptr<Intra> intra_;
   std::unique_ptr<Inter> inter_;
 };

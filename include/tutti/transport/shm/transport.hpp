@@ -9,7 +9,6 @@
 //! - window.hpp: one-sided memory (staging buffers, registered pool, signals) for algorithm::direct;
 //!   allocator.hpp and registered_buffer.hpp give the pool to containers.
 #pragma once
-#include <sched.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -58,9 +57,7 @@ class shm {
     info.validate();
     shm_detail::check_job_id(job_, info.job_id);
     // More ranks on this host than cores we may run on: a waiting rank yields at once.
-    cpu_set_t cpus;
-    const int usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-    job_.spin_rounds = job_.world > usable ? 0 : backoff::default_spin_rounds;
+    job_.spin_rounds = outnumbered_cores(job_.world) ? 0 : backoff::default_spin_rounds;
     shm_detail::join(job_, live_, info.job_id, options.bootstrap_timeout);
   }
 

@@ -8,7 +8,6 @@
 //! - liveness.hpp: peers lost (endpoint errors), peers that left, abort, the shutdown barrier;
 //! - operation.hpp and error.hpp: the operation record, UCX's callbacks, and how failures read.
 #pragma once
-#include <sched.h>
 
 #include <chrono>
 #include <cstdint>
@@ -56,9 +55,7 @@ class ucx {
         peers_(job_, ops_, worker_),
         channel_(job_, ops_, peers_, worker_),
         worker_(rank, static_cast<std::size_t>(world_size), job_.options.rndv_thresh) {
-    cpu_set_t cpus;
-    const int usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-    job_.spin = job_.world > usable ? 1 : job_.options.spin_before_yield;
+    job_.spin = outnumbered_cores(job_.world) ? 1 : job_.options.spin_before_yield;
     ucx_detail::connect(job_, store, worker_,
                         [this](int peer, const bootstrap::store_bytes& address) { peers_.connect(peer, address); });
   }
