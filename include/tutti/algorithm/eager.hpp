@@ -11,7 +11,7 @@
 //! check and a ring schedule cost 2(n - 1) + 1 (Open MPI's small allreduce is the same recursive
 //! doubling, without the check). Partial results combine lower block first, so every rank gets
 //! the same bits. reduce_scatter and alltoall run the rounds as the check, then one round of
-//! direct messages (each block straight to its rank).
+//! direct messages (each block straight to its rank: alltoall.hpp's pairwise exchange).
 //!
 //! Frames are received into buffers of the largest frame's size whatever the call, and sent with
 //! only what the call uses (transport::recv_up_to; a transport without it sends whole frames):
@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tutti/algorithm/alltoall.hpp"
 #include "tutti/algorithm/context.hpp"
 #include "tutti/algorithm/helpers.hpp"
 #include "tutti/algorithm/recursive_doubling.hpp"
@@ -41,7 +42,6 @@
 #include "tutti/core/policy.hpp"
 #include "tutti/core/reduce.hpp"
 #include "tutti/transport/concepts.hpp"
-#include "tutti/transport/exchange.hpp"
 
 namespace tutti::algorithm {
 
@@ -120,7 +120,6 @@ struct eager {
       return copy_if_distinct(out, in, bytes);
     }
     auto& s = state_of(c);
-    s.acc.resize(capacity(c.size()));
     rounds(c, rd_payload::from_root{root, nullptr, bytes, s.acc.data()});
     if (bytes) std::memcpy(out, s.acc.data(), bytes);
   }
@@ -136,13 +135,13 @@ struct eager {
     auto* dst = static_cast<std::byte*>(out);
     if (n == 1) return copy_if_distinct(dst, in, bytes);
     auto& s = state_of(c);
-    s.acc.resize(capacity(c.size()));
     std::memcpy(s.acc.data() + static_cast<std::size_t>(c.rank()) * bytes, in, bytes);
     rounds(c, rd_payload::blocks{bytes, s.acc.data()});
     std::memcpy(dst, s.acc.data(), n * bytes);  // in may be block rank() of out: acc holds it too
   }
 
-  //! The check's rounds, then block p of `in` straight to rank p; each reduces its own, in rank order.
+  //! The check's rounds, then block p of `in` straight to rank p (pairwise_alltoall: one round up to
+  //! 9 ranks, its window of 8 steps beyond); each reduces its own, in rank order.
   template <class Ctx>
   static void reduce_scatter(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
     const std::size_t bytes = count * size_of(t);
@@ -150,20 +149,20 @@ struct eager {
     if (!finishes(c.size(), bytes)) return ring::reduce_scatter(c, in, out, count, t, o);
     const int n = c.size();
     if (n == 1) return copy_if_distinct(out, in, bytes);
-    std::byte* got = direct_blocks(c, static_cast<const std::byte*>(in), bytes);
+    std::byte* got = c.scratch(static_cast<std::size_t>(n) * bytes);  // block r of every rank's `in`, by rank
+    pairwise_alltoall(c, in, got, count, t);
     for (int p = 1; p < n; ++p) Ctx::reduce(t, o, got, got, got + static_cast<std::size_t>(p) * bytes, count);
     if (o == op::avg) finish_avg(t, got, count, n);
     copy_if_distinct(out, got, bytes);
   }
 
-  //! The check's rounds, then block p of `in` straight to rank p.
+  //! The check's rounds, then block p of `in` straight to rank p (pairwise_alltoall).
   template <class Ctx>
   static void alltoall(Ctx& c, const void* in, void* out, std::size_t count, dtype t) {
     const std::size_t bytes = count * size_of(t);
     check_first(c);
     if (!finishes(c.size(), bytes)) return ring::alltoall(c, in, out, count, t);
-    const std::byte* got = direct_blocks(c, static_cast<const std::byte*>(in), bytes);
-    std::memcpy(out, got, static_cast<std::size_t>(c.size()) * bytes);  // out may be in: written last
+    pairwise_alltoall(c, in, out, count, t);
   }
 
   //! The rounds are a barrier: nobody's last frame arrives before everybody has sent a first.
@@ -179,7 +178,6 @@ struct eager {
     rd_plan plan;
     std::vector<std::byte> send, receive, acc;
     std::vector<collective_descriptor> calls;
-    std::vector<typename Transport::request> pending;
   };
 
   template <class Ctx>
@@ -192,6 +190,7 @@ struct eager {
       s.calls.resize(n);
       s.send.resize(rd_frame_bytes(n, capacity(c.size())));
       s.receive.resize(s.send.size());
+      s.acc.resize(capacity(c.size()));
     }
     return s;
   }
@@ -201,7 +200,6 @@ struct eager {
   static void combine(Ctx& c, const void* in, std::size_t count, dtype t, op o) {
     auto& s = state_of(c);
     const std::size_t bytes = count * size_of(t);
-    s.acc.resize(capacity(c.size()));
     copy_if_distinct(s.acc.data(), in, bytes);
     rounds(c, rd_payload::reduction{t, o, count, s.acc.data(), &Ctx::reduce});
     if (o == op::avg) finish_avg(t, s.acc.data(), count, c.size());
@@ -246,27 +244,6 @@ struct eager {
     if (!consistent)
       throw invalid_argument(c.where() + "eager: a peer's frame held another amount of data than this rank's call "
                              "expects (the ranks' calls differ and were not checked)");
-  }
-
-  //! One round of direct messages after the check: block p of `in` to rank p, block q from rank q
-  //! into block q of the returned buffer (this rank's own copied there).
-  template <class Ctx>
-  static std::byte* direct_blocks(Ctx& c, const std::byte* in, std::size_t bytes) {
-    auto& s = state_of(c);
-    const int n = c.size(), r = c.rank();
-    std::byte* got = c.scratch(static_cast<std::size_t>(n) * bytes);
-    std::memcpy(got + static_cast<std::size_t>(r) * bytes, in + static_cast<std::size_t>(r) * bytes, bytes);
-    c.phase("EAGER_BLOCKS");
-    s.pending.clear();
-    s.pending.resize(2 * static_cast<std::size_t>(n));
-    for (int p = 0; p < n; ++p) {
-      if (p == r) continue;
-      const std::size_t at = static_cast<std::size_t>(p) * bytes;
-      s.pending[2 * static_cast<std::size_t>(p)] = c.recv(p, got + at, bytes);
-      s.pending[2 * static_cast<std::size_t>(p) + 1] = c.send(p, in + at, bytes);
-    }
-    transport::wait_for_all(c.transport(), s.pending, c.until());
-    return got;
   }
 };
 

@@ -34,19 +34,6 @@ std::string still_missing(Transport& t, std::vector<typename Transport::request>
   return (count == 1 ? "nothing had arrived from rank " : "nothing had arrived from ranks ") + ranks;
 }
 
-//! Waits for every request of an exchange posted as [recv p, send p] per peer p; at the deadline
-//! names every rank whose item had not arrived, not only the first.
-template <class Transport>
-void wait_for_all(Transport& t, std::vector<typename Transport::request>& pending, deadline until) {
-  for (std::size_t i = 0; i < pending.size(); ++i) {
-    try {
-      t.wait(pending[i], until);
-    } catch (const timeout& e) {
-      throw timeout(std::string(e.what()) + "; " + still_missing(t, pending, i + 1, i / 2));
-    }
-  }
-}
-
 //! all[rank()] must already hold this rank's item; on return all[p] holds rank p's. `pending` is
 //! the caller's reusable request storage (no allocation once it has grown).
 template <class Transport, class Item>
@@ -61,7 +48,13 @@ void exchange_with_all(Transport& t, std::uint64_t tag, std::span<Item> all, dea
     pending[2 * static_cast<std::size_t>(p)] = t.recv(p, tag, &all[static_cast<std::size_t>(p)], sizeof(Item));
     pending[2 * static_cast<std::size_t>(p) + 1] = t.send(p, tag, &mine, sizeof(Item));
   }
-  wait_for_all(t, pending, until);
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    try {
+      t.wait(pending[i], until);
+    } catch (const timeout& e) {
+      throw timeout(std::string(e.what()) + "; " + still_missing(t, pending, i + 1, i / 2));
+    }
+  }
 }
 
 }  // namespace tutti::transport
