@@ -36,6 +36,7 @@ TEST_CASE_TEMPLATE_INVOKE(compressed_allreduce_conformance, codec_threads<tutti:
 
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 // On floats whose sums round (random values), every rank must hold the same bits and the result
@@ -70,4 +71,25 @@ TEST_CASE("eager: allreduce of inexact floats gives every rank the same bits, wo
       CHECK(std::abs(outputs[0][i] - exact) <= magnitude * world * 6e-8);  // (n - 1) roundings of 2^-24
     }
   }
+}
+
+// With the check turned off (TUTTI_CHECK=0) nothing compares the calls: a frame whose data is not
+// what this rank's call expects is still an error on every rank, naming the peer and the size.
+TEST_CASE("eager: unchecked calls of different counts fail naming the peer and its frame's size") {
+  using comm_t = tutti::communicator<tutti::transport::inproc, tutti::algorithm::eager>;
+  std::vector<std::string> messages(2);
+  auto errors = tutti::transport::inproc::run(2, [&](tutti::transport::inproc& t) {
+    tutti::communicator_options o;
+    o.check = false;
+    comm_t comm(t, o);
+    std::vector<float> v(comm.rank() == 0 ? 8 : 9, 1.0f);
+    try {
+      comm.allreduce(v, tutti::op::sum);
+    } catch (const tutti::invalid_argument& e) {
+      messages[static_cast<std::size_t>(comm.rank())] = e.what();
+    }
+  });
+  for (auto& e : errors) REQUIRE_FALSE(e);
+  CHECK(messages[0].find("rank 1's frame held 36 bytes of data") != std::string::npos);
+  CHECK(messages[1].find("rank 0's frame held 32 bytes of data") != std::string::npos);
 }

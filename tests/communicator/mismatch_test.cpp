@@ -2,6 +2,7 @@
 //! before any data moves; the communicator stays usable afterwards.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -99,6 +100,33 @@ TEST_CASE_TEMPLATE("counts on each of eager's paths (8, 4096 and 100,003 floats)
       INFO("counts ", counts[0], " ", counts[1], " ", counts[2], ", rank ", r, ": ", out.messages[r]);
       CHECK(out.kinds[r] == 1);
       // The message names rank 0's count and the first that differs from it.
+      const std::size_t other = counts[1] != counts[0] ? counts[1] : counts[2];
+      CHECK(contains(out.messages[r], "count=" + std::to_string(counts[0])));
+      CHECK(contains(out.messages[r], "count=" + std::to_string(other)));
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("reduce_scatter block counts on each of eager's paths: mismatch on every rank, outputs untouched", A,
+                   TUTTI_MISMATCH_ALGORITHMS) {
+  using comm_t = comm_of<A>;
+  // On 3 ranks blocks of 8 floats halve inside the rounds (3 blocks fit a frame), 2000 take the
+  // check and one round of direct blocks, 100,003 the check and ring.
+  const std::vector<std::vector<std::size_t>> cases = {{8, 2000, 100003}, {8, 2000, 8}, {2000, 100003, 2000}, {8, 8, 100003}};
+  for (const auto& counts : cases) {
+    auto out = run<A>(3, [&](comm_t& comm) {
+      const std::size_t count = counts[static_cast<std::size_t>(comm.rank())];
+      std::vector<float> in(3 * count, 1.0f), result(count, -2.0f);
+      try {
+        comm.reduce_scatter(in, result, tutti::op::sum);
+      } catch (...) {
+        CHECK(std::all_of(result.begin(), result.end(), [](float x) { return x == -2.0f; }));
+        throw;
+      }
+    });
+    for (int r = 0; r < 3; ++r) {
+      INFO("counts ", counts[0], " ", counts[1], " ", counts[2], ", rank ", r, ": ", out.messages[r]);
+      CHECK(out.kinds[r] == 1);
       const std::size_t other = counts[1] != counts[0] ? counts[1] : counts[2];
       CHECK(contains(out.messages[r], "count=" + std::to_string(counts[0])));
       CHECK(contains(out.messages[r], "count=" + std::to_string(other)));

@@ -10,8 +10,9 @@
 //! log2(n) message latencies and one message per rank per round, where the communicator's separate
 //! check and a ring schedule cost 2(n - 1) + 1 (Open MPI's small allreduce is the same recursive
 //! doubling, without the check). Partial results combine lower block first, so every rank gets
-//! the same bits. reduce_scatter and alltoall run the rounds as the check, then one round of
-//! direct messages (each block straight to its rank: alltoall.hpp's pairwise exchange).
+//! the same bits. reduce_scatter halves recursively in the same rounds while all n blocks fit a
+//! frame; above, it and alltoall run the rounds as the check, then one round of direct messages
+//! (each block straight to its rank: alltoall.hpp's pairwise exchange).
 //!
 //! Frames are received into buffers of the largest frame's size whatever the call, and sent with
 //! only what the call uses (transport::recv_up_to; a transport without it sends whole frames):
@@ -21,6 +22,7 @@
 //! check alone, then `ring`. As the check of `tuned<...>` and `automatic` across hosts (their
 //! `agree()`), the rounds replace the communicator's own.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -49,8 +51,8 @@ struct eager {
   using tutti_role = role::algorithm;
   static constexpr std::string_view name = "eager";
   //! The most data a frame carries on n ranks: allreduce, reduce, broadcast of up to this many
-  //! bytes, allgather of up to this many in all, reduce_scatter and alltoall blocks of up to this
-  //! many finish in eager's own rounds. 16 KiB: on the namespace hosts measured (docs/algorithms.md)
+  //! bytes, allgather and reduce_scatter of up to this many in all finish in eager's own rounds
+  //! (reduce_scatter and alltoall blocks of up to this many after them, in one direct round). 16 KiB: on the namespace hosts measured (docs/algorithms.md)
   //! log2(n) rounds of it beat the check and ring's 2(n - 1) steps on 2 to 4 hosts, shaped or not;
   //! recursive doubling sends log2(n) S per rank against ring's 2(n - 1)/n S, so the limit stays
   //! small. On 2 ranks both send S and eager's one message saves ring's second step and the
@@ -64,7 +66,8 @@ struct eager {
 
   //! Whether eager finishes a call on n ranks when the most data one frame of it must carry
   //! is `frame_bytes` (allreduce, reduce, broadcast: the buffer; allgather: all ranks' blocks;
-  //! reduce_scatter, alltoall: one block): else it checks, then runs ring.
+  //! reduce_scatter, alltoall: one block; a reduce_scatter whose n blocks fit halves in the rounds,
+  //! one whose single block fits checks, then sends the blocks directly): else it checks, then runs ring.
   [[nodiscard]] static constexpr bool finishes(int n, std::size_t frame_bytes) noexcept {
     return frame_bytes <= capacity(n);
   }
@@ -140,14 +143,23 @@ struct eager {
     std::memcpy(dst, s.acc.data(), n * bytes);  // in may be block rank() of out: acc holds it too
   }
 
-  //! The check's rounds, then block p of `in` straight to rank p (pairwise_alltoall: one round up to
-  //! 9 ranks, its window of 8 steps beyond); each reduces its own, in rank order.
+  //! All n blocks within a frame's capacity: recursive halving in the rounds (rd_payload::halving).
+  //! Else the check's rounds, then block p of `in` straight to rank p (pairwise_alltoall: one round
+  //! up to 9 ranks, its window of 8 steps beyond); each reduces its own, in rank order.
   template <class Ctx>
   static void reduce_scatter(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
     const std::size_t bytes = count * size_of(t);
-    check_first(c);
-    if (!finishes(c.size(), bytes)) return ring::reduce_scatter(c, in, out, count, t, o);
     const int n = c.size();
+    if (n > 1 && static_cast<std::size_t>(n) * bytes <= capacity(n)) {
+      auto& s = state_of(c);
+      copy_if_distinct(s.acc.data(), in, static_cast<std::size_t>(n) * bytes);
+      rounds(c, rd_payload::halving{t, o, count, s.acc.data(), n, s.plan.core_ranks, c.rank(), &Ctx::reduce});
+      std::byte* mine = s.acc.data() + static_cast<std::size_t>(c.rank()) * bytes;
+      if (o == op::avg) finish_avg(t, mine, count, n);
+      return copy_if_distinct(out, mine, bytes);
+    }
+    check_first(c);
+    if (!finishes(n, bytes)) return ring::reduce_scatter(c, in, out, count, t, o);
     if (n == 1) return copy_if_distinct(out, in, bytes);
     std::byte* got = c.scratch(static_cast<std::size_t>(n) * bytes);  // block r of every rank's `in`, by rank
     pairwise_alltoall(c, in, got, count, t);
@@ -218,6 +230,8 @@ struct eager {
     s.calls[static_cast<std::size_t>(c.rank())] = own;
     c.phase("EAGER");
     bool consistent = true;
+    int odd_peer = -1;  // the first frame whose data was not the size expected: from whom, how much
+    std::size_t odd_bytes = 0;
     auto& tr = c.transport();
     for (const rd_step& step : s.plan.steps) {
       typename T::request received, sent;  // default: already complete
@@ -228,22 +242,27 @@ struct eager {
         else received = tr.recv(step.partner, c.tag(), s.receive.data(), s.receive.size());
       }
       if (!step.mine.empty()) {
-        const std::size_t used = rd_pack(s.calls, step.mine, payload, s.send.data());
+        const std::size_t used = rd_pack(s.calls, step, payload, s.send.data());
         sent = tr.send(step.partner, c.tag(), s.send.data(), sized_receive_transport<T> ? used : s.send.size());
       }
       tr.wait(received, c.until());  // the transport's deadline names the partner waited on
       tr.wait(sent, c.until());
       if (step.theirs.empty()) continue;
       if constexpr (!sized_receive_transport<T>) arrived = s.receive.size();
-      consistent &= rd_unpack(s.calls, step, payload, s.receive.data(), arrived);
+      if (!rd_unpack(s.calls, step, payload, s.receive.data(), arrived) && consistent) {
+        consistent = false;
+        odd_peer = step.partner;
+        odd_bytes = arrived - std::min(arrived, step.theirs.size() * sizeof(collective_descriptor));
+      }
     }
     if (c.descriptor()) {
       c.verify(s.calls);  // returns for a rank that refused its own arguments: it has no data to take
       return;
     }
     if (!consistent)
-      throw invalid_argument(c.where() + "eager: a peer's frame held another amount of data than this rank's call "
-                             "expects (the ranks' calls differ and were not checked)");
+      throw invalid_argument(c.where() + "eager: rank " + std::to_string(odd_peer) + "'s frame held " +
+                             std::to_string(odd_bytes) + " bytes of data, not what this rank's call expects (the ranks' "
+                             "calls differ and were not checked)");
   }
 };
 

@@ -20,22 +20,26 @@ namespace tutti::algorithm {
 
 //! One exchange of the pattern: what this rank sends `partner` (the ranks it covers: `mine`, empty
 //! when it only receives) and receives (`theirs`, empty when it only sends). `partner_low`: the
-//! partner's ranks come first in the reduction order; `replaces`: the frame is the finished result.
+//! partner's ranks come first in the reduction order; `replaces`: the frame is the finished result;
+//! `distance`: a core round's 2^k (0 for an extra's exchanges).
 struct rd_step {
   int partner = -1;
   std::vector<int> mine, theirs;
   bool partner_low = false;
   bool replaces = false;
+  int distance = 0;
 };
 
 //! This rank's steps, in order (the same pattern whatever the call: only n decides it).
 struct rd_plan {
   std::vector<rd_step> steps;
+  int core_ranks = 1;  //!< p2: the largest power of two <= n
 
   rd_plan() = default;
   rd_plan(int r, int n) {
     int p2 = 1;
     while (p2 <= n / 2) p2 *= 2;
+    core_ranks = p2;
     const int extras = n - p2;
     std::vector<int> all(static_cast<std::size_t>(n));
     for (int q = 0; q < n; ++q) all[static_cast<std::size_t>(q)] = q;
@@ -47,7 +51,7 @@ struct rd_plan {
     if (r < extras) steps.push_back({r + p2, {}, {r + p2}, false, false});
     for (int k = 1; k < p2; k *= 2) {
       const int partner = r ^ k;
-      steps.push_back({partner, covered(r, k, p2, extras), covered(partner, k, p2, extras), partner < r, false});
+      steps.push_back({partner, covered(r, k, p2, extras), covered(partner, k, p2, extras), partner < r, false, k});
     }
     if (r < extras) steps.push_back({r + p2, all, {}, false, false});
   }
@@ -69,14 +73,14 @@ struct rd_plan {
   return n * sizeof(collective_descriptor) + data_capacity;
 }
 
-//! What the frames carry besides descriptors. pack(ranks, dst) writes the data for a frame covering
-//! `ranks` and returns its size; unpack(step, src, bytes) takes a received frame's data and returns
+//! What the frames carry besides descriptors. pack(step, dst) writes the data for the step's frame
+//! (covering step.mine) and returns its size; unpack(step, src, bytes) takes a received frame's data and returns
 //! false when it is not the size this rank's call expects (then nothing is taken).
 namespace rd_payload {
 
 //! The check alone, and the barrier.
 struct none {
-  static std::size_t pack(const std::vector<int>&, std::byte*) noexcept { return 0; }
+  static std::size_t pack(const rd_step&, std::byte*) noexcept { return 0; }
   static bool unpack(const rd_step&, const std::byte*, std::size_t bytes) noexcept { return bytes == 0; }
 };
 
@@ -90,7 +94,7 @@ struct reduction {
   reduce_fn reduce;
 
   [[nodiscard]] std::size_t bytes() const noexcept { return count * size_of(type); }
-  std::size_t pack(const std::vector<int>&, std::byte* dst) const {
+  std::size_t pack(const rd_step&, std::byte* dst) const {
     if (bytes()) std::memcpy(dst, acc, bytes());
     return bytes();
   }
@@ -112,8 +116,8 @@ struct from_root {
   std::byte* acc;
 
   [[nodiscard]] bool in(const std::vector<int>& ranks) const { return std::find(ranks.begin(), ranks.end(), root) != ranks.end(); }
-  std::size_t pack(const std::vector<int>& ranks, std::byte* dst) const {
-    if (!in(ranks)) return 0;
+  std::size_t pack(const rd_step& step, std::byte* dst) const {
+    if (!in(step.mine)) return 0;
     if (bytes) std::memcpy(dst, data ? data : acc, bytes);
     return bytes;
   }
@@ -130,7 +134,8 @@ struct blocks {
   std::size_t block;
   std::byte* acc;
 
-  std::size_t pack(const std::vector<int>& ranks, std::byte* dst) const {
+  std::size_t pack(const rd_step& step, std::byte* dst) const {
+    const std::vector<int>& ranks = step.mine;
     for (std::size_t i = 0; i < ranks.size(); ++i)
       if (block) std::memcpy(dst + i * block, acc + static_cast<std::size_t>(ranks[i]) * block, block);
     return ranks.size() * block;
@@ -143,15 +148,79 @@ struct blocks {
   }
 };
 
+//! reduce_scatter by recursive halving in the same rounds: `acc` holds n blocks of `count` elements,
+//! this rank's working copy of its input. The round of distance k hands the partner the blocks its
+//! side finishes (ranks whose index mod p2 agrees with the partner's below bit 2k) and reduces the
+//! partner's copy of this side's blocks into its own, so after the rounds core rank r's block r is
+//! the result (and block p2 + r its extra's, sent to it last); an extra hands its whole input to
+//! its core rank first. Each block's partial sums combine lower ranks first, as `reduction` does.
+struct halving {
+  using reduce_fn = void (*)(dtype, op, void*, const void*, const void*, std::size_t);
+  dtype type;
+  op operation;
+  std::size_t count;  //!< elements per block
+  std::byte* acc;
+  int n, p2, self;
+  reduce_fn reduce;
+
+  [[nodiscard]] std::size_t block() const noexcept { return count * size_of(type); }
+  //! Calls f(q) for each block the round of distance k moves to `side`'s half, in rank order.
+  template <class F>
+  void each(int side, int k, F&& f) const {
+    const int mask = 2 * k - 1;
+    for (int q = 0; q < n; ++q)
+      if (((q % p2) & mask) == (side & mask)) f(static_cast<std::size_t>(q));
+  }
+  std::size_t pack(const rd_step& step, std::byte* dst) const {
+    const std::size_t b = block();
+    if (step.distance == 0) {  // an extra's whole input to its core rank, or the extra's finished block back
+      const std::size_t bytes = self >= p2 ? static_cast<std::size_t>(n) * b : b;
+      if (bytes) std::memcpy(dst, self >= p2 ? acc : acc + static_cast<std::size_t>(step.partner) * b, bytes);
+      return bytes;
+    }
+    std::size_t at = 0;
+    each(step.partner, step.distance, [&](std::size_t q) {
+      if (b) std::memcpy(dst + at, acc + q * b, b);
+      at += b;
+    });
+    return at;
+  }
+  bool unpack(const rd_step& step, const std::byte* src, std::size_t got) const {
+    const std::size_t b = block();
+    if (step.distance == 0) {
+      if (self >= p2) {  // an extra: its finished block
+        if (got != b) return false;
+        if (b) std::memcpy(acc + static_cast<std::size_t>(self) * b, src, b);
+      } else {  // a core rank: its extra's whole input (a higher rank: after its own)
+        if (got != static_cast<std::size_t>(n) * b) return false;
+        reduce(type, operation, acc, acc, src, static_cast<std::size_t>(n) * count);
+      }
+      return true;
+    }
+    std::size_t expected = 0;
+    each(self, step.distance, [&](std::size_t) { expected += b; });
+    if (got != expected) return false;
+    std::size_t at = 0;
+    each(self, step.distance, [&](std::size_t q) {
+      std::byte* mine = acc + q * b;
+      if (step.partner_low) reduce(type, operation, mine, src + at, mine, count);
+      else reduce(type, operation, mine, mine, src + at, count);
+      at += b;
+    });
+    return true;
+  }
+};
+
 }  // namespace rd_payload
 
-//! Writes a frame for `ranks` into dst: their descriptors, then the payload's data. Returns its size.
+//! Writes a frame for the step's `mine` into dst: their descriptors, then the payload's data. Returns its size.
 template <class Payload>
-std::size_t rd_pack(const std::vector<collective_descriptor>& calls, const std::vector<int>& ranks,
-                    const Payload& payload, std::byte* dst) {
+std::size_t rd_pack(const std::vector<collective_descriptor>& calls, const rd_step& step, const Payload& payload,
+                    std::byte* dst) {
   constexpr std::size_t d = sizeof(collective_descriptor);
+  const std::vector<int>& ranks = step.mine;
   for (std::size_t i = 0; i < ranks.size(); ++i) std::memcpy(dst + i * d, &calls[static_cast<std::size_t>(ranks[i])], d);
-  return ranks.size() * d + payload.pack(ranks, dst + ranks.size() * d);
+  return ranks.size() * d + payload.pack(step, dst + ranks.size() * d);
 }
 
 //! Takes a received frame of `arrived` bytes for `step`: the partner's descriptors into `calls`,
