@@ -1,10 +1,18 @@
 //! transport::node_aware<shm, shm> over forked processes on simulated nodes: routing by node, the
 //! node map handed to algorithms, hierarchical<direct, ring> running direct over the node transport,
 //! and automatic choosing hierarchical for even nodes and the flat ring for uneven ones; lossy codecs
-//! compressing the inter-node level only, as a multi-node job runs them.
+//! compressing the inter-node level only, as a multi-node job runs them; hierarchical's pipelined
+//! allreduce (the network level on a worker thread), its results and its failures.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
-#include <thread>
+#include <filesystem>
+#include <fstream>
 #include <regex>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include <tutti/testing/compressed_conformance.hpp>
 #include <tutti/testing/conformance.hpp>
@@ -30,20 +38,26 @@ using int8_blocked = node_aware_world<direct_in_nodes, blocked_nodes<2>, tutti::
 using fp16_interleaved = node_aware_world<tutti::algorithm::automatic, interleaved_nodes<3>, tutti::codec::fp16>;
 using bf16_uneven = node_aware_world<tutti::algorithm::automatic, uneven_nodes, tutti::codec::bf16>;
 using onebit_blocked = node_aware_world<direct_in_nodes, blocked_nodes<2>, tutti::codec::onebit>;
+// hierarchical's pipelined allreduce (the network level of each chunk on a worker thread): chunks
+// of 4 KiB per local rank cut the suites' large counts into tens of chunks; lossless, a lossy
+// codec and an error-feedback codec (each chunk's residual slice).
+using pipelined_blocked = node_aware_world<direct_in_nodes, blocked_nodes<2>, tutti::codec::none, 4096>;
+using pipelined_int8 = node_aware_world<direct_in_nodes, interleaved_nodes<3>, tutti::codec::int8, 4096>;
+using pipelined_onebit = node_aware_world<direct_in_nodes, blocked_nodes<2>, tutti::codec::onebit, 4096>;
 
 static_assert(std::is_same_v<tutti::algorithm::automatic::for_transport<shm_node_aware>, direct_in_nodes>,
               "automatic over a node-aware transport is hierarchical<direct, ring>");
 }  // namespace
 
-TEST_CASE_TEMPLATE_INVOKE(allreduce_conformance, hier_blocked, auto_uneven);
+TEST_CASE_TEMPLATE_INVOKE(allreduce_conformance, hier_blocked, auto_uneven, pipelined_blocked);
 TEST_CASE_TEMPLATE_INVOKE(reduce_scatter_conformance, hier_interleaved);
 TEST_CASE_TEMPLATE_INVOKE(allgather_conformance, hier_blocked);
 TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, hier_interleaved, auto_uneven);
 TEST_CASE_TEMPLATE_INVOKE(reduce_conformance, hier_blocked);
 TEST_CASE_TEMPLATE_INVOKE(alltoall_conformance, auto_blocked);
 TEST_CASE_TEMPLATE_INVOKE(barrier_conformance, hier_blocked, auto_uneven);
-TEST_CASE_TEMPLATE_INVOKE(compressed_allreduce_conformance, int8_blocked, fp16_interleaved, bf16_uneven);
-TEST_CASE_TEMPLATE_INVOKE(feedback_allreduce_conformance, onebit_blocked);
+TEST_CASE_TEMPLATE_INVOKE(compressed_allreduce_conformance, int8_blocked, fp16_interleaved, bf16_uneven, pipelined_int8);
+TEST_CASE_TEMPLATE_INVOKE(feedback_allreduce_conformance, onebit_blocked, pipelined_onebit);
 
 TEST_CASE("node_aware: messages to node peers go through the node transport, the rest through the network") {
   using namespace tutti;
@@ -164,4 +178,72 @@ TEST_CASE("node_aware: a lost peer on this node is named by job ranks only, neve
     throw error("no peer_lost");
   });
   for (int r : {0, 2, 3}) CHECK_MESSAGE(results[static_cast<std::size_t>(r)].exit_code == 0, results[static_cast<std::size_t>(r)].error);
+}
+
+namespace {
+//! The names of this process's threads (/proc/self/task/*/comm).
+std::vector<std::string> thread_names() {
+  std::vector<std::string> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.push_back(name);
+  }
+  return names;
+}
+}  // namespace
+
+// The pipeline is what ran (the suites above would pass with the phases in turn too): the worker
+// thread exists after a pipelined allreduce, not before, and the result is exact.
+TEST_CASE("hierarchical: a large allreduce over node_aware pipelines on a worker thread, exactly") {
+  using namespace tutti;
+  const std::vector<std::string> ids{"a", "a", "b", "b"};
+  auto results = fork_ranks(4, [&](const rank_info& info) {
+    communicator_options o = communicator_options::from_env();
+    o.chunk_bytes = 4096;
+    communicator<shm_node_aware, direct_in_nodes> comm(make_shm_node_aware(info, ids), o);
+    auto has_worker = [] {
+      const auto names = thread_names();
+      return std::find(names.begin(), names.end(), "tutti-inter") != names.end();
+    };
+    std::vector<float> v(1000, 1.0f);  // 500 per local rank: one chunk, no pipeline
+    comm.allreduce(v, op::sum);
+    if (has_worker()) throw error("a one-chunk allreduce started the pipeline's worker");
+    std::vector<std::int32_t> w(100003);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<std::int32_t>(i % 1000) * (info.rank + 1);
+    comm.allreduce(w, op::sum);
+    if (!has_worker()) throw error("no tutti-inter thread after a 100,003-element allreduce in 4 KiB chunks");
+    for (std::size_t i = 0; i < w.size(); ++i)
+      if (w[i] != static_cast<std::int32_t>(i % 1000) * 10)
+        throw error("element " + std::to_string(i) + " is " + std::to_string(w[i]));
+  });
+  for (std::size_t r = 0; r < results.size(); ++r) CHECK_MESSAGE(results[r].exit_code == 0, results[r].error);
+}
+
+// A rank lost in the middle of the pipeline: its node peer sees it on the node level (this
+// thread), the rank with its local index on the other node on the network level (the worker's):
+// both name it, the worker's error reaches the caller, and nobody waits for the deadline.
+TEST_CASE("hierarchical: a rank lost during the pipeline is named by the ranks that wait on it, in either level") {
+  using namespace tutti;
+  const std::vector<std::string> ids{"a", "a", "b", "b"};
+  auto results = fork_ranks(4, [&](const rank_info& info) {
+    ::setenv("TUTTI_TIMEOUT", "20", 1);
+    communicator_options o = communicator_options::from_env();
+    o.chunk_bytes = 4096;
+    communicator<shm_node_aware, direct_in_nodes> comm(make_shm_node_aware(info, ids), o);
+    if (info.rank == 3) ::_exit(0);  // leaves without a word
+    std::vector<float> v(1 << 20, 1.0f);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      comm.allreduce(v, op::sum);
+    } catch (const peer_lost& e) {
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (took > 10) throw error("peer_lost after " + std::to_string(took) + " s: " + e.what());
+      if (info.rank != 0 && e.peer() != 3) throw error("peer_lost names rank " + std::to_string(e.peer()) + ": " + e.what());
+      return;
+    }
+    throw error("no peer_lost");
+  });
+  for (std::size_t r = 0; r < 3; ++r) CHECK_MESSAGE(results[r].exit_code == 0, results[r].error);
 }

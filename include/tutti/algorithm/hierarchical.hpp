@@ -6,7 +6,10 @@
 //! (L such allreduces run at once, each over 1/L of the data, using every rank's network link);
 //! allgather inside the node. Each byte crosses the network once per node instead of once per
 //! rank. With an Intra that cannot reduce-scatter (tree): reduce to local rank 0, allreduce among
-//! local ranks 0, broadcast inside the node.
+//! local ranks 0, broadcast inside the node. Pipelined where the transport's network level is a
+//! separate object (node_aware, multi_node): the body goes in chunks of L * TUTTI_CHUNK_BYTES,
+//! chunk j's network level on a worker thread while this thread reduce-scatters chunk j + 1 and
+//! allgathers chunk j - 1 inside the node (pipelined() below).
 //! reduce_scatter and allgather are the same two levels (blocks are permuted through scratch so
 //! each level sees contiguous blocks); broadcast and reduce go through the root's local index on
 //! every node; barrier is Intra's then Inter's; alltoall is the flat pairwise exchange.
@@ -31,7 +34,9 @@
 //! prescale), so fp16 cannot overflow on the sum. This is the only arrangement built: compressing
 //! inside a node too would add two quantisations to save bytes on the fastest link.
 #pragma once
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -48,6 +53,7 @@
 #include "tutti/algorithm/context.hpp"
 #include "tutti/algorithm/node_map.hpp"
 #include "tutti/bootstrap/node.hpp"
+#include "tutti/core/background_worker.hpp"
 #include "tutti/core/dtype.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/listed.hpp"
@@ -60,6 +66,17 @@
 namespace tutti::algorithm {
 
 inline constexpr std::string_view hierarchical_name = "hierarchical";
+
+//! What hierarchical's pipelined allreduce keeps where the transport's network level is a separate
+//! object: Inter's group over that level, its slot, and the thread that drives it.
+template <class T, bool = transport::network_level<T>::separate>
+struct pipeline_part {};
+template <class T>
+struct pipeline_part<T, true> {
+  transport::group<typename transport::network_level<T>::type> inter;
+  sub_slot slot;
+  background_worker worker{"tutti-inter"};
+};
 
 template <class Intra, class Inter>
 struct hierarchical {
@@ -114,7 +131,7 @@ struct hierarchical {
       // multiples of its granule (int8: 256), the rest goes whole through both levels as the tail.
       const std::size_t g = decltype(xc)::granule;
       const std::size_t block = count / L / g * g, body = block * L, tail = count - body;
-      if (block) {
+      if (block && !pipelined(c, s, ic, xc.prescale(), src, dst, block, t, inner)) {
         std::byte* mine = dst + l * block * esz;  // the in-place layouts of reduce_scatter and allgather
         c.phase("INTRA_REDUCE_SCATTER");
         Intra::reduce_scatter(ic, src, mine, block, t, inner);
@@ -250,6 +267,7 @@ struct hierarchical {
     intra_group<Transport> intra;
     transport::group<Transport> inter;
     sub_slot intra_slot, inter_slot;  //!< each level's scratch, state and node map
+    std::unique_ptr<pipeline_part<Transport>> pipe;  //!< where the network level is separate: the pipeline's
 
     //! Intra's elements travel exact (codec::none); Inter's as the communicator's codec says.
     template <class Ctx>
@@ -270,6 +288,58 @@ struct hierarchical {
   };
 
  private:
+  //! allreduce's body in chunks of L pieces of TUTTI_CHUNK_BYTES (context::chunk_bytes; a multiple
+  //! of the codec's granule): while the state's worker thread runs chunk j's network level (Inter
+  //! over the transport's network part), this thread reduce-scatters chunk j + 1 and allgathers
+  //! chunk j - 1 inside the node (Intra over the node part), so the node's copies run under the
+  //! link's time instead of before and after it. Every rank cuts the same chunks and runs each
+  //! level's sub-collectives in the same order, each level on its own thread: no tag or buffer is
+  //! shared between the two. Returns false where it does not apply: a transport whose network level
+  //! is not a separate object (group.hpp's network_level), or a body of one chunk.
+  template <class Ctx, class S, class IC>
+  static bool pipelined(Ctx& c, S& s, IC& ic, float prescale, const std::byte* src, std::byte* dst, std::size_t block,
+                        dtype t, op inner) {
+    if constexpr (!transport::network_level<typename Ctx::transport_type>::separate) {
+      return false;
+    } else {
+      const std::size_t esz = size_of(t), g = Ctx::granule;
+      const std::size_t piece = std::max(g, c.chunk_bytes() / esz / g * g);  // elements per local rank per chunk
+      if (block <= piece) return false;
+      auto& p = *s.pipe;
+      const auto L = static_cast<std::size_t>(s.grid.local_size), l = static_cast<std::size_t>(s.grid.local_rank);
+      const std::size_t chunks = (block + piece - 1) / piece;
+      const auto first = [&](std::size_t j) { return j * piece * L; };  // chunk j's first element
+      const auto length = [&](std::size_t j) { return std::min(piece, block - j * piece); };  // per local rank
+      const auto mine = [&](std::size_t j) { return dst + (first(j) + l * length(j)) * esz; };
+      c.phase("PIPELINE");
+      p.worker.reset();
+      struct drain_on_exit {  // a failing rank leaves only once the worker no longer uses its buffers
+        background_worker& w;
+        ~drain_on_exit() { w.drain(); }
+      } guard{p.worker};
+      std::uint64_t previous = 0;
+      for (std::size_t j = 0; j < chunks; ++j) {
+        Intra::reduce_scatter(ic, src + first(j) * esz, mine(j), length(j), t, inner);
+        auto xc = c.sub(p.inter, p.slot);
+        if constexpr (!Ctx::lossless) {
+          xc.set_prescale(prescale);
+          xc.set_residual(c.residual() ? c.residual() + first(j) + l * length(j) : nullptr);
+        }
+        const std::uint64_t ticket = p.worker.post([xc, data = mine(j), n = length(j), t, inner]() mutable {
+          Inter::allreduce(xc, data, data, n, t, inner);
+        });
+        if (j > 0) {
+          p.worker.wait(previous);
+          Intra::allgather(ic, mine(j - 1), dst + first(j - 1) * esz, length(j - 1), t);
+        }
+        previous = ticket;
+      }
+      p.worker.wait(previous);
+      Intra::allgather(ic, mine(chunks - 1), dst + first(chunks - 1) * esz, length(chunks - 1), t);
+      return true;
+    }
+  }
+
   //! First call: the node grid from the context's node map (the communicator's, or the part of it
   //! a parent composition's group spans), the two groups, and each group's part of the map.
   template <class Ctx>
@@ -288,6 +358,12 @@ struct hierarchical {
         s.inter = transport::group<T>(c.transport(), s.grid.inter);
         s.intra_slot.nodes = part_of(nodes, s.grid.intra);
         s.inter_slot.nodes = part_of(nodes, s.grid.inter);
+        if constexpr (transport::network_level<T>::separate) {
+          s.pipe = std::make_unique<pipeline_part<T>>();
+          s.pipe->inter = transport::group<typename transport::network_level<T>::type>(
+              transport::network_level<T>::of(c.transport()), s.grid.inter);
+          s.pipe->slot.nodes = s.inter_slot.nodes;
+        }
       } catch (const invalid_argument& e) {
         s.refusal = e.what();
       }

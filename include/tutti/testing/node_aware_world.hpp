@@ -5,6 +5,7 @@
 //! test; the network half is a job-wide shm here so the suite runs without a network. The same
 //! composite over UCX between network namespaces is tested in tests/netns.
 #pragma once
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,7 +43,9 @@ inline std::unique_ptr<shm_node_aware> make_shm_node_aware(const rank_info& info
   return std::make_unique<shm_node_aware>(std::move(map), info.rank, std::move(intra), std::move(inter));
 }
 
-template <class Algorithm, class Layout = one_node, class Codec = codec::none>
+//! ChunkBytes: the communicators' TUTTI_CHUNK_BYTES when not 0 (small values cut the suites' counts
+//! into many pipeline chunks: hierarchical's pipelined allreduce).
+template <class Algorithm, class Layout = one_node, class Codec = codec::none, std::size_t ChunkBytes = 0>
 struct node_aware_world {
   using communicator_type = communicator<shm_node_aware, Algorithm, Codec>;
   static constexpr const char* name = "node_aware<shm, shm> (forked processes)";
@@ -52,7 +55,9 @@ struct node_aware_world {
   static void run(int world, F&& fn) {
     const auto ids = node_ids(world, &Layout::node_of);
     auto results = fork_ranks(world, [&](const rank_info& info) {
-      communicator_type comm(make_shm_node_aware(info, ids));
+      communicator_options options = communicator_options::from_env();
+      if (ChunkBytes) options.chunk_bytes = ChunkBytes;
+      communicator_type comm(make_shm_node_aware(info, ids), options);
       fn(comm);
     });
     throw_if_any_failed(results, "node_aware_world");

@@ -164,4 +164,26 @@ struct node_level<T> {
   static type& of(T& t) noexcept { return t.node_transport(); }
 };
 
+//! The transport that carries a node-aware transport's traffic to other nodes (one declaring
+//! `network_transport_type` and `network_transport()`), numbered by global rank; `separate` is
+//! false for any other transport. Where it is separate, the node level and the network level are
+//! two objects that one thread each may drive at the same time (the network part from a thread
+//! other than the one that made it, one thread at a time: UCX's worker is made
+//! UCS_THREAD_MODE_SERIALIZED for this): hierarchical's pipeline runs the network level of one
+//! chunk on a second thread while the caller's reduces the next inside the node.
+template <class T>
+struct network_level {
+  static constexpr bool separate = false;
+};
+template <class T>
+  requires requires(T& t) {
+    typename T::network_transport_type;
+    t.network_transport();
+  }
+struct network_level<T> {
+  using type = typename T::network_transport_type;
+  static constexpr bool separate = true;
+  static type& of(T& t) noexcept { return t.network_transport(); }
+};
+
 }  // namespace tutti::transport

@@ -44,7 +44,10 @@ class worker {
 
     ucp_worker_params_t wparams{};
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    // SERIALIZED, not SINGLE: one thread at a time, but not always the one that made it
+    // (hierarchical's pipeline drives the network level from its worker thread; group.hpp's
+    // network_level), which is the mode UCX documents for that.
+    wparams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     if (const ucs_status_t ws = ucp_worker_create(context_, &wparams, &worker_); ws != UCS_OK) {
       ucp_cleanup(context_);
       fail(rank, "ucp_worker_create", ws);
