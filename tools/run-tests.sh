@@ -20,10 +20,13 @@ start=$(date +%s)
 # -O2, not Release's -O3: the same code paths and vectoriser (g++ 12 vectorises at -O2), a quarter
 # less compile time (tutti_bench.cpp: 91 s against 120 s); run-bench.sh and run-training.sh build
 # their programs at -O3, and each passes its flags, so whichever runs next rebuilds what it needs.
+# The test executables themselves at -Og (TUTTI_TEST_OPTIMIZATION, tests/CMakeLists.txt: half the
+# compile time of -O2 for their template-heavy suites); the examples, benchmark and tools at -O2.
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
       -DTUTTI_BUILD_TESTS=ON -DTUTTI_BUILD_EXAMPLES=ON \
       -DTUTTI_BUILD_BENCH=ON -DTUTTI_BUILD_BENCH_EXTRAS=OFF -DTUTTI_BUILD_TOOLS=ON \
-      -DTUTTI_CUDA_ARCHITECTURES="${TUTTI_CUDA_ARCHITECTURES:-80}"
+      -DTUTTI_CUDA_ARCHITECTURES="${TUTTI_CUDA_ARCHITECTURES:-80}" \
+      -DTUTTI_TEST_OPTIMIZATION="${TUTTI_TEST_OPTIMIZATION:--Og}"
 [[ ${TUTTI_CONFIGURE_ONLY:-0} == 1 ]] && exit 0
 cmake --build "$build" -j "$jobs"
 echo "tutti: build took $(( $(date +%s) - start )) s"
