@@ -17,7 +17,7 @@
 #
 #   bench/fusion/run.sh [--ranks "2 4"] [--models "resnet50 bert_base"] [--repeats 3] [--steps 20]
 #                       [--warmup 5] [--autotune-warmup 50] [--label NAME] [--out FILE.csv] [--seed 1]
-#                       [--netns [--rate 1gbit]] [--joint]
+#                       [--netns [--hosts 2] [--rate 1gbit]] [--joint] [--only "t64M-c0ms autotune"]
 #     -> bench/results/fusion-NAME-YYYYMMDD.csv (NAME: --label, default the short hostname)
 #   bench/fusion/run.sh --grid [--models resnet50] [--ranks 2] [--repeats 3] [--steps 20] [--warmup 5]
 #                       [--autotune-steps 100] [--label NAME] [--out GRID.csv] [--netns ...]
@@ -26,8 +26,9 @@
 #        then one autotuned run (--autotune-steps timed steps) logging its samples to
 #        GRID-autotune.csv beside it (TUTTI_AUTOTUNE_LOG): what the autotuner finds against the grid.
 #
-# --netns: ranks split over two "hosts" (network namespaces, tests/netns/lib.sh, as bench/netns/run.sh),
-# RANKS/2 per host, the transport from FUSION_NETNS_ARGS (default "--transport multi_node"), the link
+# --only NAMES: only those configurations (names as above), e.g. for long models on slow links.
+# --netns: ranks split over --hosts "hosts" (default 2; network namespaces, tests/netns/lib.sh, as
+# bench/netns/run.sh), RANKS/HOSTS per host, the transport from FUSION_NETNS_ARGS (default "--transport multi_node"), the link
 # shaped to --rate with tc tbf (default none). Root only; the namespaces are removed on exit.
 # Environment: TUTTI_RUN (default build/tools/tutti-run), FUSION_BENCH (default
 # build/bench/fusion/tutti-fusion-bench), RUN_TIMEOUT (seconds per run, default 300).
@@ -41,7 +42,7 @@ run_timeout=${RUN_TIMEOUT:-300}
 read -r -a netns_args <<<"${FUSION_NETNS_ARGS:---transport multi_node}"
 
 ranks_list="2 4" models="" repeats=3 steps=20 warmup=5 autotune_warmup=45 autotune_steps=100
-label="" out="" seed=1 grid=0 netns=0 rate=none joint=0
+label="" out="" seed=1 grid=0 netns=0 hosts=2 rate=none joint=0 only=""
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while (($#)); do
   case $1 in
@@ -57,6 +58,8 @@ while (($#)); do
     --seed) seed=${2:?}; shift ;;
     --grid) grid=1 ;;
     --netns) netns=1 ;;
+    --hosts) hosts=${2:?}; shift ;;
+    --only) only=${2:?}; shift ;;
     --joint) joint=1 ;;
     --rate) rate=${2:?}; shift ;;
     -h | --help) usage ;;
@@ -66,7 +69,7 @@ while (($#)); do
 done
 read -r -a ranks_all <<<"$ranks_list"
 if ((grid)); then read -r -a models_all <<<"${models:-resnet50}"; else read -r -a models_all <<<"${models:-resnet50 bert_base}"; fi
-for n in "$repeats" "$steps" "$warmup" "$autotune_warmup" "$autotune_steps" "$seed" "${ranks_all[@]}"; do
+for n in "$repeats" "$steps" "$warmup" "$autotune_warmup" "$autotune_steps" "$seed" "$hosts" "${ranks_all[@]}"; do
   [[ $n =~ ^[0-9]+$ ]] || { echo "run.sh: '$n' is not a whole number" >&2; exit 2; }
 done
 ((repeats >= 1 && repeats <= 20)) || { echo "run.sh: --repeats must be 1..20" >&2; exit 2; }
@@ -83,7 +86,8 @@ for i in "${!models_all[@]}"; do models_all[i]=$(tsv_of "${models_all[i]}"); don
 cd "$repo"
 for m in "${models_all[@]}"; do [[ -f $m ]] || { echo "run.sh: no shape list $m (python3 bench/fusion/shapes.py)" >&2; exit 2; }; done
 if ((netns)); then
-  for r in "${ranks_all[@]}"; do ((r >= 2 && r % 2 == 0)) || { echo "run.sh --netns: ranks must be even (two hosts), got $r" >&2; exit 2; }; done
+  ((hosts >= 2)) || { echo "run.sh --hosts: at least 2, got $hosts" >&2; exit 2; }
+  for r in "${ranks_all[@]}"; do ((r >= hosts && r % hosts == 0)) || { echo "run.sh --netns: ranks must be a multiple of --hosts ($hosts), got $r" >&2; exit 2; }; done
   [[ -x $bench ]] || { echo "run.sh: build tutti-fusion-bench first (or set FUSION_BENCH): $bench" >&2; exit 2; }
 else
   [[ -x $bench && -x $tutti_run ]] || { echo "run.sh: build tutti-fusion-bench and tutti-run first (or set FUSION_BENCH, TUTTI_RUN): $bench $tutti_run" >&2; exit 2; }
@@ -107,7 +111,7 @@ if ((netns)); then
   # (and its own temporary folder); the trap below removes ours as well.
   source "$repo/tests/netns/lib.sh"
   trap 'rm -rf "$tmp"; netns_cleanup' EXIT
-  netns_hosts 2
+  netns_hosts "$hosts"
   [[ $rate != none ]] && shape_links "$rate"
   key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 fi
@@ -123,6 +127,12 @@ else
   for t in 1M 4M 16M 64M 256M; do configs+=("t$t-c1ms|$t|1|0"); done
   configs+=("t64M-c0ms|64M|0|0" "autotune|||1")
   ((joint)) && configs+=("tuned-autotune|||1|tuned" "joint-autotune|||1|joint")
+  if [[ -n $only ]]; then  # --only: the configurations named, in the list's order
+    kept=()
+    for c in "${configs[@]}"; do [[ " $only " == *" ${c%%|*} "* ]] && kept+=("$c"); done
+    ((${#kept[@]})) || { echo "run.sh --only: none of '$only' is a configuration (${configs[*]%%|*})" >&2; exit 2; }
+    configs=("${kept[@]}")
+  fi
 fi
 
 # shuffled SEED ITEM...: the items, one a line, in an order SEED fixes (Python's Random, stable across versions).
@@ -158,9 +168,9 @@ run_one() {
   echo "$tag: $(name_of "$model") ranks=$ranks $name ..." >&2
   rm -f "$tmp"/out* "$tmp"/err*
   if ((netns)); then
-    # RANKS/2 ranks per host, launched as bench/netns/run.sh does (multi_node reads RANK, WORLD_SIZE,
+    # RANKS/HOSTS ranks per host, launched as bench/netns/run.sh does (multi_node reads RANK, WORLD_SIZE,
     # LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR/PORT, TUTTI_JOB_KEY); a fresh port per run.
-    local per=$((ranks / 2)) pids=() port=$((29500 + runs_done % 400))
+    local per=$((ranks / hosts)) pids=() port=$((29500 + runs_done % 400))
     for ((r = 0; r < ranks; r++)); do
       on_host $((r / per)) env "${envs[@]}" RANK=$r WORLD_SIZE="$ranks" LOCAL_RANK=$((r % per)) LOCAL_WORLD_SIZE=$per \
         MASTER_ADDR=10.213.1.1 MASTER_PORT=$port TUTTI_JOB_KEY="$key" \
@@ -196,7 +206,7 @@ dirty=$(git -C "$repo" status --porcelain -- include bench 2>/dev/null | wc -l)
   echo "# bench/fusion/run.sh $( ((grid)) && echo '--grid ')started $(date -u +%FT%TZ) on $(hostname -s 2>/dev/null || hostname) ($(nproc) cores)," \
     "commit $commit ($dirty changed files under include/ bench/); label=$label models=${models_all[*]} ranks=${ranks_all[*]}" \
     "repeats=$repeats steps=$steps warmup=$warmup autotune_warmup=$autotune_warmup seed=$seed timeout=$run_timeout" \
-    "transport=$( ((netns)) && echo "netns 2 hosts, rate $rate, ${netns_args[*]}" || echo "tutti-run (one host)")"
+    "transport=$( ((netns)) && echo "netns $hosts hosts, rate $rate, ${netns_args[*]}" || echo "tutti-run (one host)")"
   echo "# columns: fusion,label,model,ranks,threshold_bytes,cycle_us,autotune,steps,median_step_ms,p10_step_ms,p90_step_ms,bytes_per_step,tensors"
 } >>"$out"
 
