@@ -51,8 +51,9 @@ struct eager {
   using tutti_role = role::algorithm;
   static constexpr std::string_view name = "eager";
   //! The most data a frame carries on n ranks: allreduce, reduce, broadcast of up to this many
-  //! bytes, allgather and reduce_scatter of up to this many in all finish in eager's own rounds
-  //! (reduce_scatter and alltoall blocks of up to this many after them, in one direct round). 16 KiB: on the namespace hosts measured (docs/algorithms.md)
+  //! bytes, allgather of up to this many in all, reduce_scatter whose largest frame holds up to
+  //! this many (halves(): up to twice it in all on a power of two of ranks) finish in eager's own
+  //! rounds (reduce_scatter and alltoall blocks of up to this many after them, in one direct round). 16 KiB: on the namespace hosts measured (docs/algorithms.md)
   //! log2(n) rounds of it beat the check and ring's 2(n - 1) steps on 2 to 4 hosts, shaped or not;
   //! recursive doubling sends log2(n) S per rank against ring's 2(n - 1)/n S, so the limit stays
   //! small. On 2 ranks both send S and eager's one message saves ring's second step and the
@@ -143,14 +144,25 @@ struct eager {
     std::memcpy(dst, s.acc.data(), n * bytes);  // in may be block rank() of out: acc holds it too
   }
 
-  //! All n blocks within a frame's capacity: recursive halving in the rounds (rd_payload::halving).
-  //! Else the check's rounds, then block p of `in` straight to rank p (pairwise_alltoall: one round
-  //! up to 9 ranks, its window of 8 steps beyond); each reduces its own, in rank order.
+  //! Whether reduce_scatter of `block` bytes per rank halves inside the rounds on n ranks: its
+  //! largest frame (an extra's whole input; else the first round's half) fits the capacity, and
+  //! the n blocks the accumulator (twice the capacity).
+  [[nodiscard]] static constexpr bool halves(int n, std::size_t block) noexcept {
+    int p2 = 1;
+    while (p2 <= n / 2) p2 *= 2;
+    const auto all = static_cast<std::size_t>(n) * block;
+    const std::size_t largest = n > p2 ? all : all / 2;
+    return n > 1 && largest <= capacity(n) && all <= 2 * capacity(n);
+  }
+
+  //! Recursive halving in the rounds where it fits (halves(), rd_payload::halving). Else the
+  //! check's rounds, then block p of `in` straight to rank p (pairwise_alltoall: one round up to
+  //! 9 ranks, its window of 8 steps beyond); each reduces its own, in rank order.
   template <class Ctx>
   static void reduce_scatter(Ctx& c, const void* in, void* out, std::size_t count, dtype t, op o) {
     const std::size_t bytes = count * size_of(t);
     const int n = c.size();
-    if (n > 1 && static_cast<std::size_t>(n) * bytes <= capacity(n)) {
+    if (halves(n, bytes)) {
       auto& s = state_of(c);
       copy_if_distinct(s.acc.data(), in, static_cast<std::size_t>(n) * bytes);
       rounds(c, rd_payload::halving{t, o, count, s.acc.data(), n, s.plan.core_ranks, c.rank(), &Ctx::reduce});
@@ -202,7 +214,7 @@ struct eager {
       s.calls.resize(n);
       s.send.resize(rd_frame_bytes(n, capacity(c.size())));
       s.receive.resize(s.send.size());
-      s.acc.resize(capacity(c.size()));
+      s.acc.resize(2 * capacity(c.size()));  // reduce_scatter's n blocks (halves())
     }
     return s;
   }
