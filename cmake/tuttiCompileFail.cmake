@@ -1,18 +1,20 @@
 # tutti_add_compile_fail_test(<name> <source> <regex>
+#                             [ALSO_MATCHES <regex>...]
 #                             [LABELS <label>...] [INCLUDE_DIRECTORIES <dir>...]
 #                             [COMPILE_OPTIONS <option>...])
 #
 # Adds the CTest test <name>, which runs the C++ compiler with -std=c++20 -fsyntax-only (tutti's
 # and Boost's include directories) on <source> and passes only if the compilation FAILS and the
-# compiler's output matches <regex> (a CMake regular expression). A source that fails for another
-# reason — a typo, a missing header — does not pass. GCC and Clang only.
+# compiler's output matches <regex> (a CMake regular expression) and every ALSO_MATCHES regex (in
+# any order: e.g. the message, and the note naming the refused type; one compile for all). A
+# source that fails for another reason — a typo, a missing header — does not pass. GCC and Clang only.
 #
 # <source> is relative to the calling CMakeLists.txt. The arguments are written to a file at
 # configure time, so <regex> may hold ';', brackets and quotes as they are.
 include_guard(GLOBAL)
 
 function(tutti_add_compile_fail_test name source regex)
-  cmake_parse_arguments(PARSE_ARGV 3 arg "" "" "LABELS;INCLUDE_DIRECTORIES;COMPILE_OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "" "ALSO_MATCHES;LABELS;INCLUDE_DIRECTORIES;COMPILE_OPTIONS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "tutti_add_compile_fail_test(${name} ...): unexpected arguments "
                         "'${arg_UNPARSED_ARGUMENTS}'")
@@ -63,6 +65,10 @@ function(tutti_add_compile_fail_test name source regex)
   string(APPEND args "set(TUTTI_CF_COMPILER ${q_open}${CMAKE_CXX_COMPILER}${q_close})\n")
   string(APPEND args "set(TUTTI_CF_SOURCE ${q_open}${source}${q_close})\n")
   string(APPEND args "set(TUTTI_CF_REGEX ${q_open}${regex}${q_close})\n")
+  string(APPEND args "set(TUTTI_CF_ALSO)\n")
+  foreach(also IN LISTS arg_ALSO_MATCHES)
+    string(APPEND args "list(APPEND TUTTI_CF_ALSO ${q_open}${also}${q_close})\n")
+  endforeach()
   string(APPEND args "set(TUTTI_CF_FLAGS)\n")
   foreach(flag IN LISTS flags)
     string(APPEND args "list(APPEND TUTTI_CF_FLAGS ${q_open}${flag}${q_close})\n")

@@ -19,5 +19,11 @@ if(NOT output MATCHES "${TUTTI_CF_REGEX}")
                       "diagnostics do not match the regex\n  ${TUTTI_CF_REGEX}\n"
                       "  ${command_shown}\n${output}")
 endif()
+foreach(also IN LISTS TUTTI_CF_ALSO)
+  if(NOT output MATCHES "${also}")
+    message(FATAL_ERROR "${TUTTI_CF_NAME}: failed to compile with the expected message, but the "
+                        "diagnostics do not also match\n  ${also}\n  ${command_shown}\n${output}")
+  endif()
+endforeach()
 string(REGEX MATCH "${TUTTI_CF_REGEX}" matched "${output}")
 message(STATUS "${TUTTI_CF_NAME}: failed to compile, as it must (matched \"${matched}\")")
