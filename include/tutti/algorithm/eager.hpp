@@ -148,10 +148,8 @@ struct eager {
   //! largest frame (an extra's whole input; else the first round's half) fits the capacity, and
   //! the n blocks the accumulator (twice the capacity).
   [[nodiscard]] static constexpr bool halves(int n, std::size_t block) noexcept {
-    int p2 = 1;
-    while (p2 <= n / 2) p2 *= 2;
     const auto all = static_cast<std::size_t>(n) * block;
-    const std::size_t largest = n > p2 ? all : all / 2;
+    const std::size_t largest = n > rd_core_ranks(n) ? all : all / 2;
     return n > 1 && largest <= capacity(n) && all <= 2 * capacity(n);
   }
 
@@ -165,7 +163,7 @@ struct eager {
     if (halves(n, bytes)) {
       auto& s = state_of(c);
       copy_if_distinct(s.acc.data(), in, static_cast<std::size_t>(n) * bytes);
-      rounds(c, rd_payload::halving{t, o, count, s.acc.data(), n, s.plan.core_ranks, c.rank(), &Ctx::reduce});
+      rounds(c, rd_payload::halving{t, o, count, s.acc.data(), n, rd_core_ranks(n), c.rank(), &Ctx::reduce});
       std::byte* mine = s.acc.data() + static_cast<std::size_t>(c.rank()) * bytes;
       if (o == op::avg) finish_avg(t, mine, count, n);
       return copy_if_distinct(out, mine, bytes);

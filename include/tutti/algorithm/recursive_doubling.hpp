@@ -30,16 +30,20 @@ struct rd_step {
   int distance = 0;
 };
 
+//! p2 on n ranks: the largest power of two <= n (the core ranks; the rest are extras).
+[[nodiscard]] constexpr int rd_core_ranks(int n) noexcept {
+  int p2 = 1;
+  while (p2 <= n / 2) p2 *= 2;
+  return p2;
+}
+
 //! This rank's steps, in order (the same pattern whatever the call: only n decides it).
 struct rd_plan {
   std::vector<rd_step> steps;
-  int core_ranks = 1;  //!< p2: the largest power of two <= n
 
   rd_plan() = default;
   rd_plan(int r, int n) {
-    int p2 = 1;
-    while (p2 <= n / 2) p2 *= 2;
-    core_ranks = p2;
+    const int p2 = rd_core_ranks(n);
     const int extras = n - p2;
     std::vector<int> all(static_cast<std::size_t>(n));
     for (int q = 0; q < n; ++q) all[static_cast<std::size_t>(q)] = q;
