@@ -5,6 +5,8 @@
 #   per-tensor           TUTTI_FUSION_THRESHOLD=0 TUTTI_CYCLE_TIME=0    (one collective per tensor, no wait)
 #   tNNN-c1ms            TUTTI_FUSION_THRESHOLD=NNN TUTTI_CYCLE_TIME=1  for NNN in 1M 4M 16M 64M 256M
 #   t64M-c0ms            TUTTI_FUSION_THRESHOLD=64M TUTTI_CYCLE_TIME=0
+#   NAME-inturn          any of the above with TUTTI_FUSION_OVERLAP=0 (packs and unpacks in turn with the
+#                        collectives, not on the engine's copy thread); only when --only names it
 #   autotune             TUTTI_AUTOTUNE=1 (threshold and cycle unset), TUTTI_AUTOTUNE_LOG per run
 #   with --joint also (joint tuning, docs/fusion.md; --algorithm tuned: tutti-tune's candidates, its
 #   table from TUTTI_TUNING_FILE or the built-in default):
@@ -128,6 +130,11 @@ else
   configs+=("t64M-c0ms|64M|0|0" "autotune|||1")
   ((joint)) && configs+=("tuned-autotune|||1|tuned" "joint-autotune|||1|joint")
   if [[ -n $only ]]; then  # --only: the configurations named, in the list's order
+    # and, only when named, the fixed ones with the fusion engine's copies in turn (TUTTI_FUSION_OVERLAP=0)
+    for c in "${configs[@]}"; do
+      IFS='|' read -r n t cy a _ <<<"$c"
+      [[ $a == 0 ]] && configs+=("$n-inturn|$t|$cy|0||TUTTI_FUSION_OVERLAP=0")
+    done
     kept=()
     for c in "${configs[@]}"; do [[ " $only " == *" ${c%%|*} "* ]] && kept+=("$c"); done
     ((${#kept[@]})) || { echo "run.sh --only: none of '$only' is a configuration (${configs[*]%%|*})" >&2; exit 2; }
@@ -144,12 +151,13 @@ runs_done=0 runs_failed=0
 # run_one MODEL RANKS CONFIG TAG [STEPS WARMUP AUTOTUNE_LOG]: one run; its fusion line (rank 0's) into
 # the CSV, a "#" line saying how it went, the programs' output into the .log.
 run_one() {
-  local model=$1 ranks=$2 tag=$4 name thr cyc auto algo rc=0 t0=$SECONDS load0 r q
+  local model=$1 ranks=$2 tag=$4 name thr cyc auto algo extra rc=0 t0=$SECONDS load0 r q
   local nsteps=${5:-$steps} nwarm=${6:-$warmup} alog=${7:-}
-  IFS='|' read -r name thr cyc auto algo <<<"$3"
+  IFS='|' read -r name thr cyc auto algo extra <<<"$3"
   local envs=(-u TUTTI_FUSION_THRESHOLD -u TUTTI_CYCLE_TIME -u TUTTI_AUTOTUNE -u TUTTI_AUTOTUNE_LOG
               -u TUTTI_AUTOTUNE_STEPS_PER_SAMPLE -u TUTTI_AUTOTUNE_WARMUP_SAMPLES -u TUTTI_AUTOTUNE_MAX_SAMPLES
-              -u TUTTI_AUTOTUNE_ALGORITHM)
+              -u TUTTI_AUTOTUNE_ALGORITHM -u TUTTI_FUSION_OVERLAP)
+  [[ -n $extra ]] && envs+=("$extra")
   if ((auto)); then
     # Samples of 2 steps, 2 discarded, 16 scored: the tuner settles within 36 steps, inside the
     # default --autotune-warmup; AUTOTUNE_* override.

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -146,6 +147,69 @@ TEST_CASE("engine: fused results equal per-tensor allreduces bit for bit (codec:
       }
     }
   });
+}
+
+namespace {
+//! How many of this process's threads are called `name` (/proc/self/task/*/comm).
+int threads_named(const std::string& name) {
+  int n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string got;
+    std::getline(comm, got);
+    n += got == name ? 1 : 0;
+  }
+  return n;
+}
+}  // namespace
+
+// fusion/batching.hpp: a round's fused batches are packed and unpacked on each rank's copy thread
+// while the engine's thread reduces the batch between. Many small tensors enqueued at once under a
+// 16 KiB threshold make rounds of several fused batches in three dtypes (and a few tensors above
+// the threshold, reduced where they lie between them); every result must equal the blocking
+// allreduce's bits, with the copy thread (it exists afterwards, one per rank) and without it
+// (TUTTI_FUSION_OVERLAP=0: none).
+TEST_CASE("engine: fused batches pack and unpack on a copy thread beside the collectives, bit for bit") {
+  for (const bool overlap : {true, false}) {
+    CAPTURE(overlap);
+    if (!overlap) ::setenv("TUTTI_FUSION_OVERLAP", "0", 1);
+    struct restore {
+      ~restore() { ::unsetenv("TUTTI_FUSION_OVERLAP"); }
+    } restored;
+    std::atomic<int> copy_threads{-1};
+    run_world<inproc_comm<fusion::threshold<(16 << 10), 20000>>>(2, [&](auto& comm) {
+      std::mt19937 rng(static_cast<unsigned>(comm.rank() + 7));
+      std::uniform_real_distribution<float> u(-3.f, 3.f);
+      for (op o : {op::sum, op::avg}) {
+        std::vector<std::vector<float>> f32;
+        std::vector<std::vector<double>> f64;
+        for (std::size_t k = 0; k < 48; ++k) {
+          f32.emplace_back(k % 16 == 5 ? 6001 : 1 + (k * 389) % 1500);
+          f64.emplace_back(1 + (k * 211) % 700);
+          for (auto& x : f32.back()) x = u(rng);
+          for (auto& x : f64.back()) x = static_cast<double>(u(rng)) * 1e-3;
+        }
+        auto f32_ref = f32;
+        auto f64_ref = f64;
+        std::vector<fusion::handle> hs;
+        for (std::size_t k = 0; k < f32.size(); ++k) {
+          hs.push_back(comm.allreduce_async("f32." + std::to_string(k), f32[k], o));
+          hs.push_back(comm.allreduce_async("f64." + std::to_string(k), f64[k], o));
+        }
+        for (auto& h : hs) h.wait();
+        for (std::size_t k = 0; k < f32.size(); ++k) {
+          comm.allreduce(f32_ref[k], o);
+          comm.allreduce(f64_ref[k], o);
+          REQUIRE(f32[k] == f32_ref[k]);
+          REQUIRE(f64[k] == f64_ref[k]);
+        }
+      }
+      comm.barrier();
+      if (comm.rank() == 0) copy_threads = threads_named("tutti-fusecopy");
+      comm.barrier();
+    });
+    CHECK(copy_threads == (overlap ? 2 : 0));
+  }
 }
 
 TEST_CASE("engine: a rank late by seconds delays, but does not break, the others") {

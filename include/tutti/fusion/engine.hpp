@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -48,6 +49,7 @@ class engine {
   engine(Port port, engine_settings settings, std::unique_ptr<tuner> tuner, std::unique_ptr<timeline> timeline)
       : port_(port),
         channel_(port_.transport(), port_.size()),
+        batcher_(settings.overlap_copies),
         settings_(settings),
         params_(settings.initial),
         tuner_(std::move(tuner)),
@@ -267,37 +269,41 @@ class engine {
     // Joint tuning: rank 0's algorithm choice runs this round's batches on every rank, and is
     // released before grant() gives a blocking collective its turn (joint.hpp).
     const forced_algorithm<Port> forced(port_, answer.batches.empty() ? 0 : answer.params.algorithm);
-    for (const auto& ids : answer.batches) run_batch(ids, negotiated, bytes, tensors);
+    run_batches(answer.batches, negotiated, bytes, tensors);
   }
 
-  void run_batch(const std::vector<std::uint32_t>& ids, clock::time_point negotiated, std::size_t& bytes,
-                 std::size_t& tensors) {
-    std::vector<std::shared_ptr<entry>> batch;
-    batch.reserve(ids.size());
-    for (auto id : ids) {
-      const auto& name = cache_.at(id).name;
-      auto it = pending_.find(name);
-      if (it == pending_.end())
-        throw transport_error("fusion negotiation: tensor '" + name + "' was declared ready but is not pending here");
-      batch.push_back(std::move(it->second));
-      pending_.erase(it);
-    }
-    std::exception_ptr failed;
-    try {
-      failed = batcher_.run(port_, batch, negotiated, timeline_.get());
-    } catch (...) {
-      // The job is broken (a peer lost, a deadline passed): these tensors fail with it, then the
-      // engine stops and fails the rest.
-      for (auto& e : batch) finish(*e, prefixed(std::current_exception(), handle_prefix(*e)));
-      throw;
-    }
-    for (auto& e : batch) {
-      if (!failed) {
-        bytes += e->meta.bytes();
-        ++tensors;
+  //! The response's batches, in its order, through the batcher; every handle completes (here or on
+  //! the batcher's copy thread) before this returns or throws.
+  void run_batches(const std::vector<std::vector<std::uint32_t>>& ids, clock::time_point negotiated,
+                   std::size_t& bytes, std::size_t& tensors) {
+    if (ids.empty()) return;
+    // Every tensor must be pending before any leaves pending_: a broken response fails them all
+    // (run()'s cleanup), none is lost between.
+    std::unordered_set<std::string_view> named;
+    for (const auto& batch_ids : ids)
+      for (auto id : batch_ids)
+        if (const auto& name = cache_.at(id).name; !pending_.contains(name) || !named.insert(name).second)
+          throw transport_error("fusion negotiation: tensor '" + name +
+                                "' was declared ready but is not pending here (or was declared twice)");
+    std::vector<batch> batches(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      batches[i].reserve(ids[i].size());
+      for (auto id : ids[i]) {
+        auto it = pending_.find(cache_.at(id).name);
+        batches[i].push_back(std::move(it->second));
+        pending_.erase(it);
       }
-      finish(*e, failed);
     }
+    std::mutex counted;
+    batcher_.run_round(port_, batches, negotiated, timeline_.get(), [&](std::size_t i, std::exception_ptr failed, bool broken) {
+      if (!failed) {
+        std::lock_guard lock(counted);
+        for (const auto& e : batches[i]) bytes += e->meta.bytes();
+        tensors += batches[i].size();
+      }
+      // The job's failure is about the job, not one tensor: each handle's copy names its call.
+      for (auto& e : batches[i]) finish(*e, broken ? prefixed(failed, handle_prefix(*e)) : failed);
+    });
   }
 
   void grant(std::uint64_t grant_to) {

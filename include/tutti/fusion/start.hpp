@@ -38,6 +38,7 @@ engine_settings settings_from_env(std::chrono::nanoseconds stall_timeout, std::c
   s.stall_timeout = stall_timeout;
   s.timeout = timeout;
   s.autotune = config::flag("TUTTI_AUTOTUNE", Strategy::autotune);
+  s.overlap_copies = config::flag("TUTTI_FUSION_OVERLAP", true);  // this rank's own: not compared
   return s;
 }
 
