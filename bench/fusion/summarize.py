@@ -79,10 +79,14 @@ def config_key(r):
         # run.sh --joint: the autotuner over tuned<...>, leaving the algorithm to its table, or tuning it too.
         k, name = {"tuned-autotune": (1, "autotuned, tuned<...> (its table picks)"),
                    "joint-autotune": (2, "autotuned jointly (the algorithm too)")}.get(r["label"], (0, "autotuned"))
-        return (2, k, 0), name
+        return (2, k, 0, False), name
+    # run.sh's NAME-inturn: the same setting with the engine's copies in turn (TUTTI_FUSION_OVERLAP=0).
+    inturn = r["label"].endswith("-inturn")
+    suffix = ", copies in turn" if inturn else ""
     if r["threshold_bytes"] == 0:
-        return (0, 0, r["cycle_us"]), "per-tensor" + ("" if r["cycle_us"] == 0 else f", cycle {ms(r['cycle_us'])}")
-    return (1, r["threshold_bytes"], r["cycle_us"]), f"{size(r['threshold_bytes'])}, cycle {ms(r['cycle_us'])}"
+        name = "per-tensor" + ("" if r["cycle_us"] == 0 else f", cycle {ms(r['cycle_us'])}")
+        return (0, 0, r["cycle_us"], inturn), name + suffix
+    return (1, r["threshold_bytes"], r["cycle_us"], inturn), f"{size(r['threshold_bytes'])}, cycle {ms(r['cycle_us'])}{suffix}"
 
 
 def group(rows):

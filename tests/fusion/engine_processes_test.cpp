@@ -103,6 +103,10 @@ TEST_CASE("engine over processes: a rank that dies is named by every survivor's 
 // exact (its batch finished before the death) or with peer_lost naming rank 2 and the tensor;
 // none hangs, and no copy touches a buffer after the error has left.
 TEST_CASE("engine over processes: a rank dying amid a round of fused batches fails or completes every handle") {
+  ::setenv("TUTTI_FUSION_OVERLAP", "1", 1);  // shm's default is off; the ranks inherit it
+  struct restore {
+    ~restore() { ::unsetenv("TUTTI_FUSION_OVERLAP"); }
+  } restored;
   auto results = testing::fork_ranks(3, [](const rank_info& info) {
     shm_comm comm(std::make_unique<transport::shm>(info));
     std::vector<float> warm(1000, 1.f);

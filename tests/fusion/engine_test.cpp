@@ -167,12 +167,14 @@ int threads_named(const std::string& name) {
 // while the engine's thread reduces the batch between. Many small tensors enqueued at once under a
 // 16 KiB threshold make rounds of several fused batches in three dtypes (and a few tensors above
 // the threshold, reduced where they lie between them); every result must equal the blocking
-// allreduce's bits, with the copy thread (it exists afterwards, one per rank) and without it
-// (TUTTI_FUSION_OVERLAP=0: none).
+// allreduce's bits, with the copy thread (TUTTI_FUSION_OVERLAP=1: it exists afterwards, one per
+// rank) and without it (=0, and unset: the default over one host's memory, inproc here: none).
 TEST_CASE("engine: fused batches pack and unpack on a copy thread beside the collectives, bit for bit") {
-  for (const bool overlap : {true, false}) {
-    CAPTURE(overlap);
-    if (!overlap) ::setenv("TUTTI_FUSION_OVERLAP", "0", 1);
+  for (const char* setting : {"1", "0", ""}) {
+    const std::string overlap_setting = *setting ? setting : "unset";
+    CAPTURE(overlap_setting);
+    const bool overlap = setting == std::string("1");
+    if (*setting) ::setenv("TUTTI_FUSION_OVERLAP", setting, 1);
     struct restore {
       ~restore() { ::unsetenv("TUTTI_FUSION_OVERLAP"); }
     } restored;

@@ -162,7 +162,8 @@ class communicator {
     if (engine_.engine) return;
     if (!broken_.empty())
       throw error(on_rank(rank()) + "allreduce_async: communicator is unusable after an earlier failure: " + broken_);
-    const auto settings = fusion::settings_from_env<fusion_type>(options_.stall_timeout, options_.timeout);
+    const auto settings = fusion::settings_from_env<fusion_type>(options_.stall_timeout, options_.timeout,
+                                                                 !transport_type::traits.intra_node);
     // A barrier (every algorithm has one, and its descriptor check says so if ranks are in other
     // collectives), then the settings straight over the transport with the engine's own tag.
     barrier();

@@ -13,7 +13,7 @@ struct engine_settings {
   std::chrono::nanoseconds timeout = std::chrono::seconds(300);       //!< each round's deadline
   std::chrono::microseconds idle_cycle{2000};  //!< the pace of rounds while no rank has work
   bool autotune = false;                       //!< TUTTI_AUTOTUNE: a tuner may change `initial`
-  bool overlap_copies = true;  //!< TUTTI_FUSION_OVERLAP: pack and unpack beside the collectives (batching.hpp)
+  bool overlap_copies = false;  //!< TUTTI_FUSION_OVERLAP: pack and unpack beside the collectives (batching.hpp)
 };
 
 }  // namespace tutti::fusion

@@ -29,16 +29,19 @@
 
 namespace tutti::fusion {
 
-//! The strategy's parameters with the TUTTI_* overrides.
+//! The strategy's parameters with the TUTTI_* overrides. `crosses_link`: the transport may carry
+//! the engine's collectives over a network, where copying beside them pays (TUTTI_FUSION_OVERLAP's
+//! default; on one host's memory the copies would take the cores the collective needs).
 template <class Strategy>
-engine_settings settings_from_env(std::chrono::nanoseconds stall_timeout, std::chrono::nanoseconds timeout) {
+engine_settings settings_from_env(std::chrono::nanoseconds stall_timeout, std::chrono::nanoseconds timeout,
+                                  bool crosses_link = false) {
   engine_settings s;
   s.initial.threshold_bytes = config::bytes("TUTTI_FUSION_THRESHOLD", Strategy::threshold_bytes, 0, std::size_t{1} << 30);
   s.initial.cycle_time = config::milliseconds("TUTTI_CYCLE_TIME", Strategy::cycle_time, std::chrono::seconds(10));
   s.stall_timeout = stall_timeout;
   s.timeout = timeout;
   s.autotune = config::flag("TUTTI_AUTOTUNE", Strategy::autotune);
-  s.overlap_copies = config::flag("TUTTI_FUSION_OVERLAP", true);  // this rank's own: not compared
+  s.overlap_copies = config::flag("TUTTI_FUSION_OVERLAP", crosses_link);  // this rank's own: not compared
   return s;
 }
 
