@@ -11,8 +11,11 @@
 //! chunk j's network level on a worker thread while this thread reduce-scatters chunk j + 1 and
 //! allgathers chunk j - 1 inside the node (pipelined() below).
 //! reduce_scatter and allgather are the same two levels (blocks are permuted through scratch so
-//! each level sees contiguous blocks); broadcast and reduce go through the root's local index on
-//! every node; barrier is Intra's then Inter's; alltoall is the flat pairwise exchange.
+//! each level sees contiguous blocks), except allgather where each node holds consecutive ranks:
+//! inside the node, across nodes among local ranks 0, then a broadcast inside the node, each
+//! written in place (no permutation pass: 0.68-0.83x Open MPI's speed before, 0.90-0.99x after,
+//! 2 hosts x 2 ranks unshaped); broadcast and reduce go through the root's local index on every
+//! node; barrier is Intra's then Inter's; alltoall is the flat pairwise exchange.
 //!
 //! Nodes come from the communicator's node map (context::nodes(), algorithm/node_map.hpp): a
 //! node-aware transport's bootstrap built it; otherwise the transport's node_id() (rank_info::node_id:
@@ -205,6 +208,22 @@ struct hierarchical {
     if (count == 0) return;
     const auto& g = s.grid;
     const std::size_t esz = size_of(t), bytes = count * esz, N = static_cast<std::size_t>(g.nodes);
+    if (g.consecutive()) {
+      // Node k's blocks are out's range [k L, (k + 1) L) blocks: gather it inside the node, the
+      // nodes' ranges across them (local index 0 of each node: each byte crosses once per node),
+      // then the other nodes' ranges inside the node from local index 0. Everything is written
+      // where it belongs: no pass over the output to put the blocks in rank order.
+      const std::size_t L = static_cast<std::size_t>(g.local_size), node_bytes = L * bytes;
+      auto* dst = static_cast<std::byte*>(out);
+      std::byte* mine = dst + static_cast<std::size_t>(g.node) * node_bytes;
+      Intra::allgather(ic, in, mine, count, t);  // in place when `in` is this rank's block of out
+      if (g.local_rank == 0) Inter::allgather(xc, mine, dst, L * count, t);
+      if (L == 1) return;
+      const std::size_t before = static_cast<std::size_t>(g.node) * node_bytes, after = N * node_bytes - before - node_bytes;
+      if (before) Intra::broadcast(ic, dst, dst, before / esz, t, 0);
+      if (after) Intra::broadcast(ic, mine + node_bytes, mine + node_bytes, after / esz, t, 0);
+      return;
+    }
     std::byte* across = c.scratch((N + static_cast<std::size_t>(c.size())) * bytes);
     std::byte* gathered = across + N * bytes;  // by local index, then node
     Inter::allgather(xc, in, across, count, t);  // reads `in` before `out` is written (in place)

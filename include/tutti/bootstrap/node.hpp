@@ -126,6 +126,14 @@ struct node_grid {
     return g;
   }
 
+  //! Node k holds ranks k * local_size ... (k + 1) * local_size - 1 (what launchers do by default):
+  //! then a node's ranks' blocks of an allgather are one contiguous range of its output.
+  [[nodiscard]] bool consecutive() const noexcept {
+    for (std::size_t i = 0; i < rank_at.size(); ++i)
+      if (rank_at[i] != static_cast<int>(i)) return false;
+    return true;
+  }
+
   [[nodiscard]] int at(int node_index, int local) const noexcept {
     return rank_at[static_cast<std::size_t>(node_index * local_size + local)];
   }
