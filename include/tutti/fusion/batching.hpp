@@ -83,7 +83,8 @@ class batcher {
     std::vector<char> reported(batches.size(), 0);  // one element per batch: written by one thread each
     try {
       std::size_t fused = 0;
-      for (const auto& b : batches) fused += b.size() > 1 ? 1 : 0;
+      for (const auto& b : batches)
+        if (b.size() > 1) ++fused;
       if (overlap_ && fused >= 2) {
         overlapped(port, batches, negotiated, timeline, done, reported);
       } else {
