@@ -38,9 +38,9 @@ using int8_blocked = node_aware_world<direct_in_nodes, blocked_nodes<2>, tutti::
 using fp16_interleaved = node_aware_world<tutti::algorithm::automatic, interleaved_nodes<3>, tutti::codec::fp16>;
 using bf16_uneven = node_aware_world<tutti::algorithm::automatic, uneven_nodes, tutti::codec::bf16>;
 using onebit_blocked = node_aware_world<direct_in_nodes, blocked_nodes<2>, tutti::codec::onebit>;
-// hierarchical's pipelined allreduce (the network level of each chunk on a worker thread): chunks
-// of 4 KiB per local rank cut the suites' large counts into tens of chunks; lossless, a lossy
-// codec and an error-feedback codec (each chunk's residual slice).
+// hierarchical's pipelined allreduce and allgather (the network level of each chunk on a worker
+// thread): chunks of 4 KiB per local rank cut the suites' large counts into tens of chunks;
+// lossless, a lossy codec and an error-feedback codec (each chunk's residual slice).
 using pipelined_blocked = node_aware_world<direct_in_nodes, blocked_nodes<2>, tutti::codec::none, 4096>;
 using pipelined_int8 = node_aware_world<direct_in_nodes, interleaved_nodes<3>, tutti::codec::int8, 4096>;
 using pipelined_onebit = node_aware_world<direct_in_nodes, blocked_nodes<2>, tutti::codec::onebit, 4096>;
@@ -51,7 +51,7 @@ static_assert(std::is_same_v<tutti::algorithm::automatic::for_transport<shm_node
 
 TEST_CASE_TEMPLATE_INVOKE(allreduce_conformance, hier_blocked, auto_uneven, pipelined_blocked);
 TEST_CASE_TEMPLATE_INVOKE(reduce_scatter_conformance, hier_interleaved);
-TEST_CASE_TEMPLATE_INVOKE(allgather_conformance, hier_blocked);
+TEST_CASE_TEMPLATE_INVOKE(allgather_conformance, hier_blocked, pipelined_blocked);
 TEST_CASE_TEMPLATE_INVOKE(broadcast_conformance, hier_interleaved, auto_uneven);
 TEST_CASE_TEMPLATE_INVOKE(reduce_conformance, hier_blocked);
 TEST_CASE_TEMPLATE_INVOKE(alltoall_conformance, auto_blocked);

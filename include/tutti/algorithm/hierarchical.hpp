@@ -10,11 +10,10 @@
 //! separate object (node_aware, multi_node): the body goes in chunks of L * TUTTI_CHUNK_BYTES,
 //! chunk j's network level on a worker thread while this thread reduce-scatters chunk j + 1 and
 //! allgathers chunk j - 1 inside the node (pipelined() below).
-//! reduce_scatter and allgather are the same two levels (blocks are permuted through scratch so
-//! each level sees contiguous blocks), except allgather where each node holds consecutive ranks:
-//! inside the node, across nodes among local ranks 0, then a broadcast inside the node, each
-//! written in place (no permutation pass: 0.68-0.83x Open MPI's speed before, 0.90-0.99x after,
-//! 2 hosts x 2 ranks unshaped); broadcast and reduce go through the root's local index on every
+//! reduce_scatter and allgather are the same two levels (blocks permuted through scratch so each
+//! level sees contiguous blocks), except allgather on nodes of consecutive ranks: inside the node,
+//! across nodes among local ranks 0 (pipelined as allreduce: pipelined_allgather()), a broadcast
+//! inside the node, all in place; broadcast and reduce go through the root's local index on every
 //! node; barrier is Intra's then Inter's; alltoall is the flat pairwise exchange.
 //!
 //! Nodes come from the communicator's node map (context::nodes(), algorithm/node_map.hpp): a
@@ -55,6 +54,8 @@
 #include "tutti/algorithm/concepts.hpp"
 #include "tutti/algorithm/context.hpp"
 #include "tutti/algorithm/node_map.hpp"
+#include "tutti/algorithm/ring.hpp"
+#include "tutti/algorithm/split.hpp"
 #include "tutti/bootstrap/node.hpp"
 #include "tutti/core/background_worker.hpp"
 #include "tutti/core/dtype.hpp"
@@ -217,6 +218,7 @@ struct hierarchical {
       auto* dst = static_cast<std::byte*>(out);
       std::byte* mine = dst + static_cast<std::size_t>(g.node) * node_bytes;
       Intra::allgather(ic, in, mine, count, t);  // in place when `in` is this rank's block of out
+      if (pipelined_allgather(c, s, ic, dst, L * count, t)) return;
       if (g.local_rank == 0) Inter::allgather(xc, mine, dst, L * count, t);
       if (L == 1) return;
       const std::size_t before = static_cast<std::size_t>(g.node) * node_bytes, after = N * node_bytes - before - node_bytes;
@@ -307,6 +309,53 @@ struct hierarchical {
   };
 
  private:
+  //! allgather's link phase in chunks (nodes of consecutive ranks, after the node's own range is
+  //! gathered in place): local rank 0's worker thread runs ring's round j among the local ranks 0
+  //! (chunk j of every node's range, over the transport's network part) while every local rank
+  //! broadcasts chunk j - 1 of the other nodes' ranges inside the node from local rank 0, so the
+  //! node's copies run under the link's time. Where Inter is ring (its rounds are the chunks), the
+  //! network level is separate and nodes hold several ranks; false otherwise or for one chunk.
+  template <class Ctx, class S, class IC>
+  static bool pipelined_allgather(Ctx& c, S& s, IC& ic, std::byte* dst, std::size_t node_count, dtype t) {
+    if constexpr (!transport::network_level<typename Ctx::transport_type>::separate || !std::is_same_v<Inter, ring>) {
+      return false;
+    } else {
+      const int nodes = s.grid.nodes;
+      const std::size_t esz = size_of(t), chunk = chunk_elems(c.chunk_bytes(), esz);
+      const split sp{node_count * static_cast<std::size_t>(nodes), static_cast<std::size_t>(nodes)};
+      const std::size_t rounds = sp.rounds(chunk);
+      if (rounds <= 1 || s.grid.local_size == 1) return false;
+      const auto share = [&](std::size_t j) {  // chunk j of the other nodes' ranges, from local rank 0
+        for (int k = 0; k < nodes; ++k)
+          if (const auto r = sp.chunk(static_cast<std::size_t>(k), j, chunk); k != s.grid.node && r.count)
+            Intra::broadcast(ic, dst + r.first * esz, dst + r.first * esz, r.count, t, 0);
+      };
+      c.phase("PIPELINE");
+      for (std::size_t j = 0; s.grid.local_rank != 0 && j < rounds; ++j) share(j);
+      if (s.grid.local_rank != 0) return true;
+      auto& p = *s.pipe;
+      p.worker.reset();
+      struct drain_on_exit {  // a failing rank leaves only once the worker no longer uses its buffers
+        background_worker& w;
+        ~drain_on_exit() { w.drain(); }
+      } guard{p.worker};
+      auto xc = c.sub(p.inter, p.slot);
+      std::uint64_t previous = 0;
+      for (std::size_t j = 0; j < rounds; ++j) {
+        const std::uint64_t ticket =
+            p.worker.post([xc, sp, j, chunk, esz, dst]() mutable { ring::allgather_round(xc, sp, j, chunk, esz, dst); });
+        if (j > 0) {
+          p.worker.wait(previous);
+          share(j - 1);
+        }
+        previous = ticket;
+      }
+      p.worker.wait(previous);
+      share(rounds - 1);
+      return true;
+    }
+  }
+
   //! allreduce's body in chunks of L pieces of TUTTI_CHUNK_BYTES (context::chunk_bytes; a multiple
   //! of the codec's granule): while the state's worker thread runs chunk j's network level (Inter
   //! over the transport's network part), this thread reduce-scatters chunk j + 1 and allgathers

@@ -190,6 +190,23 @@ struct ring {
     }
   }
 
+  //! Round j of allgather: at step s rank r forwards segment r-s and receives segment r-s-1 in place.
+  //! Public for hierarchical's pipelined allgather, which drives the rounds one at a time.
+  template <class Ctx>
+  static void allgather_round(Ctx& c, const split& sp, std::size_t j, std::size_t chunk, std::size_t esz,
+                              std::byte* buf) {
+    const int n = c.size(), r = c.rank();
+    for (int s = 0; s < n - 1; ++s) {
+      const auto out = sp.chunk(static_cast<std::size_t>(wrap(r - s, n)), j, chunk);
+      const auto inc = sp.chunk(static_cast<std::size_t>(wrap(r - s - 1, n)), j, chunk);
+      typename Ctx::request rq{}, sq{};
+      if (inc.count) rq = c.recv(wrap(r - 1, n), buf + inc.first * esz, inc.count * esz);
+      if (out.count) sq = c.send(wrap(r + 1, n), buf + out.first * esz, out.count * esz);
+      c.wait(rq);
+      c.wait(sq);
+    }
+  }
+
  private:
   //! Round j of reduce-scatter: n-1 steps; at step s rank r sends segment r-s-1 and receives and
   //! reduces segment r-s-2, so after the last step it holds segment r fully reduced.
@@ -214,22 +231,6 @@ struct ring {
       c.reduce(t, o, reduced, in + inc.first * esz, incoming, inc.count);
       c.wait(sq);
       send_from = reduced;
-    }
-  }
-
-  //! Round j of allgather: at step s rank r forwards segment r-s and receives segment r-s-1 in place.
-  template <class Ctx>
-  static void allgather_round(Ctx& c, const split& sp, std::size_t j, std::size_t chunk, std::size_t esz,
-                              std::byte* buf) {
-    const int n = c.size(), r = c.rank();
-    for (int s = 0; s < n - 1; ++s) {
-      const auto out = sp.chunk(static_cast<std::size_t>(wrap(r - s, n)), j, chunk);
-      const auto inc = sp.chunk(static_cast<std::size_t>(wrap(r - s - 1, n)), j, chunk);
-      typename Ctx::request rq{}, sq{};
-      if (inc.count) rq = c.recv(wrap(r - 1, n), buf + inc.first * esz, inc.count * esz);
-      if (out.count) sq = c.send(wrap(r + 1, n), buf + out.first * esz, out.count * esz);
-      c.wait(rq);
-      c.wait(sq);
     }
   }
 };
