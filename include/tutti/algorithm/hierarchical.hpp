@@ -335,10 +335,7 @@ struct hierarchical {
       if (s.grid.local_rank != 0) return true;
       auto& p = *s.pipe;
       p.worker.reset();
-      struct drain_on_exit {  // a failing rank leaves only once the worker no longer uses its buffers
-        background_worker& w;
-        ~drain_on_exit() { w.drain(); }
-      } guard{p.worker};
+      const background_worker::drain_guard drained(p.worker);  // a failing rank leaves once no task uses its buffers
       auto xc = c.sub(p.inter, p.slot);
       std::uint64_t previous = 0;
       for (std::size_t j = 0; j < rounds; ++j) {
@@ -381,10 +378,7 @@ struct hierarchical {
       const auto mine = [&](std::size_t j) { return dst + (first(j) + l * length(j)) * esz; };
       c.phase("PIPELINE");
       p.worker.reset();
-      struct drain_on_exit {  // a failing rank leaves only once the worker no longer uses its buffers
-        background_worker& w;
-        ~drain_on_exit() { w.drain(); }
-      } guard{p.worker};
+      const background_worker::drain_guard drained(p.worker);  // a failing rank leaves once no task uses its buffers
       std::uint64_t previous = 0;
       for (std::size_t j = 0; j < chunks; ++j) {
         Intra::reduce_scatter(ic, src + first(j) * esz, mine(j), length(j), t, inner);

@@ -68,6 +68,19 @@ class background_worker {
     done_.wait(lock, [&] { return finished_ >= posted_; });
   }
 
+  //! Drains when it goes out of scope: a caller whose posted tasks use its buffers or its frame
+  //! leaves (also by an exception) only once no task uses them any more.
+  class drain_guard {
+   public:
+    explicit drain_guard(background_worker& w) noexcept : w_(w) {}
+    drain_guard(const drain_guard&) = delete;
+    drain_guard& operator=(const drain_guard&) = delete;
+    ~drain_guard() { w_.drain(); }
+
+   private:
+    background_worker& w_;
+  };
+
   //! Drains, then forgets a failure: the next collective starts clean.
   void reset() noexcept {
     drain();

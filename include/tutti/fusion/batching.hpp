@@ -183,10 +183,7 @@ class batcher {
       });
     };
     // The copy thread's tasks refer to this frame's `at` and `packed`: drained before they go.
-    struct drain_on_exit {
-      background_worker& copier;
-      ~drain_on_exit() { copier.drain(); }
-    } drained{copier_};
+    const background_worker::drain_guard drained(copier_);
     post_pack(0);
     std::uint64_t last = 0;
     for (std::size_t i = 0, k = 0; i < batches.size(); ++i) {
