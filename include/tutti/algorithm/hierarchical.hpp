@@ -309,6 +309,29 @@ struct hierarchical {
   };
 
  private:
+  //! The pipelines' schedule (allreduce's and allgather's): for each chunk j, `node_first(j)` on this
+  //! thread, then the task `network(j)` returns posted to the worker, then `node_then(j - 1)` here
+  //! once the worker has finished chunk j - 1; `node_then` of the last chunk at the end. A failure on
+  //! either thread leaves only once no task uses the buffers any more.
+  template <class First, class Network, class Then>
+  static void overlap_chunks(background_worker& worker, std::size_t chunks, First&& node_first, Network&& network,
+                             Then&& node_then) {
+    worker.reset();
+    const background_worker::drain_guard drained(worker);
+    std::uint64_t previous = 0;
+    for (std::size_t j = 0; j < chunks; ++j) {
+      node_first(j);
+      const std::uint64_t ticket = worker.post(network(j));
+      if (j > 0) {
+        worker.wait(previous);
+        node_then(j - 1);
+      }
+      previous = ticket;
+    }
+    worker.wait(previous);
+    node_then(chunks - 1);
+  }
+
   //! allgather's link phase in chunks (nodes of consecutive ranks, after the node's own range is
   //! gathered in place): local rank 0's worker thread runs ring's round j among the local ranks 0
   //! (chunk j of every node's range, over the transport's network part) while every local rank
@@ -334,21 +357,13 @@ struct hierarchical {
       for (std::size_t j = 0; s.grid.local_rank != 0 && j < rounds; ++j) share(j);
       if (s.grid.local_rank != 0) return true;
       auto& p = *s.pipe;
-      p.worker.reset();
-      const background_worker::drain_guard drained(p.worker);  // a failing rank leaves once no task uses its buffers
       auto xc = c.sub(p.inter, p.slot);
-      std::uint64_t previous = 0;
-      for (std::size_t j = 0; j < rounds; ++j) {
-        const std::uint64_t ticket =
-            p.worker.post([xc, sp, j, chunk, esz, dst]() mutable { ring::allgather_round(xc, sp, j, chunk, esz, dst); });
-        if (j > 0) {
-          p.worker.wait(previous);
-          share(j - 1);
-        }
-        previous = ticket;
-      }
-      p.worker.wait(previous);
-      share(rounds - 1);
+      overlap_chunks(
+          p.worker, rounds, [](std::size_t) {},
+          [&](std::size_t j) {
+            return [xc, sp, j, chunk, esz, dst]() mutable { ring::allgather_round(xc, sp, j, chunk, esz, dst); };
+          },
+          share);
       return true;
     }
   }
@@ -377,27 +392,18 @@ struct hierarchical {
       const auto length = [&](std::size_t j) { return std::min(piece, block - j * piece); };  // per local rank
       const auto mine = [&](std::size_t j) { return dst + (first(j) + l * length(j)) * esz; };
       c.phase("PIPELINE");
-      p.worker.reset();
-      const background_worker::drain_guard drained(p.worker);  // a failing rank leaves once no task uses its buffers
-      std::uint64_t previous = 0;
-      for (std::size_t j = 0; j < chunks; ++j) {
-        Intra::reduce_scatter(ic, src + first(j) * esz, mine(j), length(j), t, inner);
-        auto xc = c.sub(p.inter, p.slot);
-        if constexpr (!Ctx::lossless) {
-          xc.set_prescale(prescale);
-          xc.set_residual(c.residual() ? c.residual() + first(j) + l * length(j) : nullptr);
-        }
-        const std::uint64_t ticket = p.worker.post([xc, data = mine(j), n = length(j), t, inner]() mutable {
-          Inter::allreduce(xc, data, data, n, t, inner);
-        });
-        if (j > 0) {
-          p.worker.wait(previous);
-          Intra::allgather(ic, mine(j - 1), dst + first(j - 1) * esz, length(j - 1), t);
-        }
-        previous = ticket;
-      }
-      p.worker.wait(previous);
-      Intra::allgather(ic, mine(chunks - 1), dst + first(chunks - 1) * esz, length(chunks - 1), t);
+      overlap_chunks(
+          p.worker, chunks,
+          [&](std::size_t j) { Intra::reduce_scatter(ic, src + first(j) * esz, mine(j), length(j), t, inner); },
+          [&](std::size_t j) {
+            auto xc = c.sub(p.inter, p.slot);
+            if constexpr (!Ctx::lossless) {
+              xc.set_prescale(prescale);
+              xc.set_residual(c.residual() ? c.residual() + first(j) + l * length(j) : nullptr);
+            }
+            return [xc, data = mine(j), n = length(j), t, inner]() mutable { Inter::allreduce(xc, data, data, n, t, inner); };
+          },
+          [&](std::size_t j) { Intra::allgather(ic, mine(j), dst + first(j) * esz, length(j), t); });
       return true;
     }
   }

@@ -82,11 +82,11 @@ class batcher {
                  const done_fn& done) {
     std::vector<char> reported(batches.size(), 0);  // one element per batch: written by one thread each
     try {
-      std::size_t fused = 0;
-      for (const auto& b : batches)
-        if (b.size() > 1) ++fused;
-      if (overlap_ && fused >= 2) {
-        overlapped(port, batches, negotiated, timeline, done, reported);
+      std::vector<std::size_t> fused;  // the batches that are packed, by index
+      for (std::size_t i = 0; i < batches.size(); ++i)
+        if (batches[i].size() > 1) fused.push_back(i);
+      if (overlap_ && fused.size() >= 2) {
+        overlapped(port, batches, fused, negotiated, timeline, done, reported);
       } else {
         for (std::size_t i = 0; i < batches.size(); ++i) {
           auto failed = in_turn(port, batches[i], negotiated, timeline);
@@ -131,8 +131,7 @@ class batcher {
     std::unique_lock feedback_lock(feedback_mutex_, std::defer_lock);
     if constexpr (feedback) feedback_lock.lock();  // residuals are read and written by this batch
     fusion_buffer& buffer = buffers_[0];
-    std::exception_ptr failed;
-    try {
+    const std::exception_ptr failed = refused_alike([&] {
       if (b.size() == 1) {
         auto& e = *b.front();
         reduce(port, e.in, e.out, o, feedback_for(e), tl);
@@ -146,11 +145,7 @@ class batcher {
         if constexpr (feedback) unpack_feedback(buffer, b);
         unpack(buffer, b, port.size());
       }
-    } catch (const mismatch&) {
-      failed = std::current_exception();  // the same verdict on every rank: the engine goes on
-    } catch (const invalid_argument&) {
-      failed = std::current_exception();
-    }
+    });
     at.unpacked = clock::now();
     if (b.size() == 1 || failed) at.reduced = at.unpack_began = at.unpacked;
     if (tl) {
@@ -166,11 +161,8 @@ class batcher {
   //! single tensors, on this thread in the batches' order. The copy thread packs fused batch k + 1
   //! while this one reduces batch k, then unpacks batch k and completes it.
   template <class Port>
-  void overlapped(Port& port, const std::vector<batch>& batches, clock::time_point negotiated, timeline* tl,
-                  const done_fn& done, std::vector<char>& reported) {
-    std::vector<std::size_t> fused;
-    for (std::size_t i = 0; i < batches.size(); ++i)
-      if (batches[i].size() > 1) fused.push_back(i);
+  void overlapped(Port& port, const std::vector<batch>& batches, const std::vector<std::size_t>& fused,
+                  clock::time_point negotiated, timeline* tl, const done_fn& done, std::vector<char>& reported) {
     std::vector<batch_times> at(batches.size());
     std::vector<std::uint64_t> packed(batches.size(), 0);
     const auto post_pack = [&](std::size_t k) {
@@ -198,15 +190,10 @@ class batcher {
       copier_.wait(packed[i]);  // packed; the copy thread's failure is the job's
       post_pack(++k);           // into the other buffer, after the unpack of the batch before
       const auto o = b.front()->meta.reduction;
-      std::exception_ptr failed;
       at[i].reduce_began = clock::now();
-      try {
+      const std::exception_ptr failed = refused_alike([&] {
         reduce(port, const_tensor_view(buffer.view()), buffer.view(), divide_on_unpack(o) ? op::sum : o, nullptr, tl);
-      } catch (const mismatch&) {
-        failed = std::current_exception();
-      } catch (const invalid_argument&) {
-        failed = std::current_exception();
-      }
+      });
       at[i].reduced = clock::now();
       std::string args;
       if (tl) {
@@ -231,6 +218,21 @@ class batcher {
       });
     }
     copier_.wait(last);
+  }
+
+  //! Runs `step`; returns the failure the ranks share when they refused the call alike (mismatch,
+  //! invalid argument: the same verdict on every rank, the engine goes on). Any other error is the
+  //! job's and propagates.
+  template <class F>
+  static std::exception_ptr refused_alike(F&& step) {
+    try {
+      step();
+    } catch (const mismatch&) {
+      return std::current_exception();
+    } catch (const invalid_argument&) {
+      return std::current_exception();
+    }
+    return nullptr;
   }
 
   template <class Port>

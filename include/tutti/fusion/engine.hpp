@@ -280,20 +280,22 @@ class engine {
     // Every tensor must be pending before any leaves pending_: a broken response fails them all
     // (run()'s cleanup), none is lost between.
     std::unordered_set<std::string_view> named;
-    for (const auto& batch_ids : ids)
-      for (auto id : batch_ids)
-        if (const auto& name = cache_.at(id).name; !pending_.contains(name) || !named.insert(name).second)
+    std::vector<std::vector<typename decltype(pending_)::iterator>> found(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      for (auto id : ids[i]) {
+        const auto& name = cache_.at(id).name;
+        const auto it = pending_.find(name);
+        if (it == pending_.end() || !named.insert(name).second)
           throw transport_error("fusion negotiation: tensor '" + name +
                                 "' was declared ready but is not pending here (or was declared twice)");
+        found[i].push_back(it);
+      }
     std::vector<batch> batches(ids.size());
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      batches[i].reserve(ids[i].size());
-      for (auto id : ids[i]) {
-        auto it = pending_.find(cache_.at(id).name);
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      for (auto it : found[i]) {  // erasing one element leaves the other iterators valid
         batches[i].push_back(std::move(it->second));
         pending_.erase(it);
       }
-    }
     std::mutex counted;
     batcher_.run_round(port_, batches, negotiated, timeline_.get(), [&](std::size_t i, std::exception_ptr failed, bool broken) {
       if (!failed) {
