@@ -94,7 +94,8 @@ struct ring {
     if (n == 1 || count == 0) return;
     const split sp{count * static_cast<std::size_t>(n), static_cast<std::size_t>(n)};
     const std::size_t chunk = chunk_elems(c.chunk_bytes(), esz);
-    for (std::size_t j = 0, rounds = sp.rounds(chunk); j < rounds; ++j) allgather_round(c, sp, j, chunk, esz, dst);
+    if (const std::size_t rounds = sp.rounds(chunk); rounds == 1) allgather_round(c, sp, 0, chunk, esz, dst);
+    else allgather_streamed(c, sp, rounds, chunk, esz, dst);
   }
 
   //! A chain from root around the ring, chunk by chunk, so every link is busy at once.
@@ -208,6 +209,40 @@ struct ring {
   }
 
  private:
+  //! allgather over several chunks as one stream: item i = (chunk j, step s), i = j(n-1) + s, moves
+  //! block r-s's chunk j on and receives block r-s-1's. Only a forward waits for data (step s's
+  //! send of chunk j needs step s-1's receive of it); receives are posted `window` - 1 items ahead
+  //! and up to `window` sends are in flight, so the link never idles between chunks. (In rounds,
+  //! every step of every chunk waited for its send and receive: at 10 Gbit/s between two namespace
+  //! hosts, 0.66-0.94x Open MPI's time at 1-256 MiB.)
+  template <class Ctx>
+  static void allgather_streamed(Ctx& c, const split& sp, std::size_t rounds, std::size_t chunk, std::size_t esz,
+                                 std::byte* buf) {
+    const int n = c.size(), r = c.rank();
+    const auto steps = static_cast<std::size_t>(n - 1), items = rounds * steps;
+    constexpr std::size_t window = tuner::ring_tuning::broadcast_window;
+    std::array<typename Ctx::request, window> recvs{}, sends{};
+    const auto block = [&](std::size_t i, int back) {
+      return sp.chunk(static_cast<std::size_t>(wrap(r - static_cast<int>(i % steps) - back, n)), i / steps, chunk);
+    };
+    std::size_t posted = 0;  // receives posted: items [0, posted)
+    for (std::size_t i = 0; i < items; ++i) {
+      for (; posted < std::min(items, i + window - 1); ++posted) {
+        auto& slot = recvs[posted % window];
+        c.wait(slot);  // item posted - window's, long done: a forward waited for it, or it was last
+        const auto inc = block(posted, 1);
+        slot = inc.count ? c.recv(wrap(r - 1, n), buf + inc.first * esz, inc.count * esz) : typename Ctx::request{};
+      }
+      if (i % steps != 0) c.wait(recvs[(i - 1) % window]);  // the chunk this step forwards
+      const auto out = block(i, 0);
+      auto& slot = sends[i % window];
+      c.wait(slot);
+      slot = out.count ? c.send(wrap(r + 1, n), buf + out.first * esz, out.count * esz) : typename Ctx::request{};
+    }
+    for (auto& q : recvs) c.wait(q);
+    for (auto& q : sends) c.wait(q);
+  }
+
   //! Round j of reduce-scatter: n-1 steps; at step s rank r sends segment r-s-1 and receives and
   //! reduces segment r-s-2, so after the last step it holds segment r fully reduced.
   //! `target(seg, first, step)` says where the reduced chunk goes; the next step sends it from there.
