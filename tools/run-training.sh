@@ -20,5 +20,5 @@ cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEAS
 cmake --build "$build" --target tutti_example_04_fashion_mnist tutti_run -j "$(nproc)"
 # A fresh run each time: the example's checkpoints would otherwise resume the previous one.
 rm -rf /tmp/tutti-fashion-mnist-checkpoints
-"$build/tools/tutti-run" -n "$ranks" -- "$build/examples/04_fashion_mnist/tutti_example_04_fashion_mnist" \
+"$build/tools/tutti-run" -n "$ranks" --max-restarts 3 -- "$build/examples/04_fashion_mnist/tutti_example_04_fashion_mnist" \
   --config "$here/examples/04_fashion_mnist/fashion_mnist.yaml" --out fashion-mnist-run "$@"

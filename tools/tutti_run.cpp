@@ -1,7 +1,8 @@
 //! @file tutti_run.cpp  tutti-run, the local launcher: starts N ranks of a program on this host
 //! with the TUTTI_* variables tutti's bootstrap reads, prefixes their output by rank, stops the
 //! whole job when one rank fails or the launcher is interrupted, and removes the job's
-//! shared-memory leftovers.
+//! shared-memory leftovers. With --max-restarts R it starts the whole job again after a failure,
+//! at most R times (Determined's max_restarts; the ranks resume from their checkpoints).
 //!
 //! One process, one poll() loop, no threads. Signals reach the loop through a self-pipe; children
 //! are reaped with waitpid(WNOHANG) on every turn. Each rank leads its own process group, so a stop
@@ -47,8 +48,9 @@ using steady = std::chrono::steady_clock;
 
 constexpr std::string_view synopsis =
     "usage: tutti-run -n N [--ranks-per-node K] [--bind core|none] [--job-id ID] [--linger SECONDS]\n"
-    "                 [--grace SECONDS] [--no-prefix]\n"
-    "                 [--] prog [args...]\n";
+    "                 [--grace SECONDS] [--max-restarts R] [--no-prefix]\n"
+    "                 [--] prog [args...]\n"
+    "       tutti-run --launcher --max-restarts R [--grace SECONDS] [--] launcher [args...]\n";
 
 constexpr std::string_view help_text =
     "Starts N ranks of prog on this host, as tutti's bootstrap expects them.\n"
@@ -67,11 +69,20 @@ constexpr std::string_view help_text =
     "                     sent SIGTERM (default 2)\n"
     "  --grace SECONDS    how long ranks get to exit after a stop signal before SIGKILL\n"
     "                     (default 3)\n"
+    "  --max-restarts R   after a rank fails, stop the job as usual, then start all N ranks again,\n"
+    "                     at most R times (0..1000, default 0), each restart said with the failure\n"
+    "                     that caused it; a program resumes from its latest checkpoint (tutti's\n"
+    "                     trainer does). Not after an interruption (SIGINT, SIGTERM, SIGHUP)\n"
+    "  --launcher         prog is itself the job's launcher (mpirun, srun, a script starting the\n"
+    "                     ranks on several hosts): run it alone, unprefixed, with no variable of\n"
+    "                     tutti-run's but TUTTI_RESTART and TUTTI_MAX_RESTARTS, and start it again\n"
+    "                     (--max-restarts) when it exits non-zero: restarts across hosts\n"
     "  --no-prefix        no \"[rank k] \" prefix: output bytes pass unchanged\n"
     "  -h, --help         this text\n"
     "\n"
     "Rank k runs with TUTTI_RANK=k TUTTI_WORLD_SIZE=N TUTTI_LOCAL_RANK=k TUTTI_LOCAL_SIZE=N\n"
-    "TUTTI_JOB_ID=ID added to the environment, and, unless already set, TUTTI_JOB_KEY (a fresh\n"
+    "TUTTI_JOB_ID=ID TUTTI_RESTART=A (0 at the first start, A at the A-th restart)\n"
+    "TUTTI_MAX_RESTARTS=R added to the environment, and, unless already set, TUTTI_JOB_KEY (a fresh\n"
     "random key, for the tcp_store's authentication), TUTTI_STORE_ADDR=127.0.0.1:PORT (a free\n"
     "port) and TUTTI_LINE_BUFFERED=1 (a program that includes tutti's headers then flushes stdout\n"
     "at every newline, so what a rank printed before it crashed is not lost in a pipe's buffer;\n"
@@ -86,10 +97,12 @@ constexpr std::string_view help_text =
     "period, or when a second signal arrives, are sent SIGKILL. When all ranks are gone, files in\n"
     "/dev/shm named tutti-ID.* (the shm transport's segments) and owned by you are removed.\n"
     "\n"
-    "Exit status: 0 when every rank exits 0; 128+signal when tutti-run was interrupted; 1 when a\n"
-    "rank failed; 2 on bad usage.\n";
+    "Exit status: 0 when every rank exits 0 (at the last start); 128+signal when tutti-run was\n"
+    "interrupted; 1 when a rank failed and no restart was left (the last failure is said); 2 on\n"
+    "bad usage.\n";
 
 constexpr int max_ranks = 65536;
+constexpr int max_restarts = 1000;
 constexpr double max_grace = 24 * 3600;
 constexpr std::size_t read_chunk = 64 * 1024;
 constexpr std::size_t max_partial_line = 64 * 1024;  //!< a longer line is written in pieces
@@ -166,6 +179,8 @@ struct options {
   double grace_seconds = 3.0;
   double linger_seconds = 2.0;
   bool prefix = true;
+  int max_restarts = 0;  //!< --max-restarts: whole-job restarts after a failure
+  bool launcher = false;  //!< --launcher: the command starts the whole job itself (one "rank", no variables)
   char** command = nullptr;  //!< prog and its arguments, null-terminated (a tail of argv)
 };
 
@@ -243,6 +258,10 @@ options parse_command_line(int argc, char** argv) {
       opt.prefix = false;
       continue;
     }
+    if (arg == "--launcher") {
+      opt.launcher = true;
+      continue;
+    }
     // Options with a value: "-n 4", "-n4", "--grace 1", "--grace=1".
     std::string_view name = arg;
     std::string_view value;
@@ -259,7 +278,7 @@ options parse_command_line(int argc, char** argv) {
       inline_value = true;
     }
     if (name != "-n" && name != "--job-id" && name != "--grace" && name != "--linger" && name != "--ranks-per-node" &&
-        name != "--bind")
+        name != "--bind" && name != "--max-restarts")
       usage_error("unknown option '" + std::string(arg) + "'");
     if (!inline_value) {
       if (i + 1 >= argc) usage_error("option " + std::string(name) + " needs a value");
@@ -280,6 +299,13 @@ options parse_command_line(int argc, char** argv) {
         usage_error("--ranks-per-node takes a number from 1 to " + std::to_string(max_ranks) + ", got '" +
                     std::string(value) + "'");
       opt.ranks_per_node = k;
+    } else if (name == "--max-restarts") {
+      int k = -1;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), k);
+      if (ec != std::errc{} || end != value.data() + value.size() || k < 0 || k > max_restarts)
+        usage_error("--max-restarts takes a number from 0 to " + std::to_string(max_restarts) + ", got '" +
+                    std::string(value) + "'");
+      opt.max_restarts = k;
     } else if (name == "--bind") {
       if (value != "core" && value != "none") usage_error("--bind takes core or none, got '" + std::string(value) + "'");
       opt.bind_cores = value == "core";
@@ -299,7 +325,14 @@ options parse_command_line(int argc, char** argv) {
       (name == "--grace" ? opt.grace_seconds : opt.linger_seconds) = g;
     }
   }
-  if (!have_ranks) usage_error("missing -n N, the number of ranks");
+  if (opt.launcher) {
+    if (have_ranks || opt.ranks_per_node || opt.bind_cores || opt.job_id_given)
+      usage_error("--launcher runs one command that starts the job itself: -n, --ranks-per-node, --bind and --job-id "
+                  "are its to decide");
+    opt.ranks = 1;
+    opt.prefix = false;
+  }
+  if (!have_ranks && !opt.launcher) usage_error("missing -n N, the number of ranks");
   if (i >= argc) usage_error("no program to run");
   opt.command = argv + i;
   if (!opt.job_id_given) opt.job_id = fresh_job_id();
@@ -389,9 +422,10 @@ struct rank_state {
 
 class job {
  public:
-  explicit job(options opt) : opt_(std::move(opt)), ranks_(static_cast<std::size_t>(opt_.ranks)) {
-    const std::string_view ours[] = {"TUTTI_RANK=", "TUTTI_WORLD_SIZE=", "TUTTI_LOCAL_RANK=",
-                                     "TUTTI_LOCAL_SIZE=", "TUTTI_JOB_ID=", "TUTTI_NODE_ID="};
+  //! `restart`: 0 for the first start, k for the k-th restart (TUTTI_RESTART in the ranks).
+  job(options opt, int restart) : opt_(std::move(opt)), ranks_(static_cast<std::size_t>(opt_.ranks)) {
+    const std::string_view ours[] = {"TUTTI_RANK=",     "TUTTI_WORLD_SIZE=", "TUTTI_LOCAL_RANK=",   "TUTTI_LOCAL_SIZE=",
+                                     "TUTTI_JOB_ID=",   "TUTTI_NODE_ID=",    "TUTTI_RESTART=",      "TUTTI_MAX_RESTARTS="};
     const auto set_by_us = [&](std::string_view entry) {
       return std::any_of(std::begin(ours), std::end(ours), [&](auto p) {
         return entry.starts_with(p) && (p != "TUTTI_NODE_ID=" || opt_.ranks_per_node > 0);
@@ -409,12 +443,16 @@ class job {
     // What a multi-host transport's store needs, so that it also runs under tutti-run on one
     // host: a fresh key per launch (in the ranks' environment only, never printed) and rank 0's
     // address. A user's own TUTTI_JOB_KEY(_FILE) or TUTTI_STORE_ADDR is kept.
-    if (!have_key)
+    // A launcher (--launcher) gets none of them: it may start ranks on other hosts, where a
+    // loopback store address would be wrong; it has its own way to rendezvous.
+    if (!have_key && !opt_.launcher)
       if (auto key = fresh_job_key(); !key.empty()) shared_.push_back("TUTTI_JOB_KEY=" + key);
-    if (!have_store)
+    if (!have_store && !opt_.launcher)
       if (const auto port = free_loopback_port(); port != 0)
         shared_.push_back("TUTTI_STORE_ADDR=127.0.0.1:" + std::to_string(port));
-    if (!have_line_buffered) shared_.push_back("TUTTI_LINE_BUFFERED=1");  // core/log.hpp honours it
+    if (!have_line_buffered && !opt_.launcher) shared_.push_back("TUTTI_LINE_BUFFERED=1");  // core/log.hpp honours it
+    shared_.push_back("TUTTI_RESTART=" + std::to_string(restart));
+    shared_.push_back("TUTTI_MAX_RESTARTS=" + std::to_string(opt_.max_restarts));
     for (auto& s : shared_) environment_.push_back(s.data());
   }
 
@@ -447,6 +485,11 @@ class job {
     return failed_ ? exit_failure : 0;
   }
 
+  //! Whether a signal to tutti-run ended the job (then it is not restarted).
+  [[nodiscard]] bool interrupted() const noexcept { return interrupted_by_ != 0; }
+  //! The first failure, in the words tutti-run said it ("rank 1 was killed by signal 9 (SIGKILL)").
+  [[nodiscard]] const std::string& failure() const noexcept { return failure_; }
+
  private:
   // --- starting ranks ---
 
@@ -465,7 +508,9 @@ class job {
     // Everything the child needs is built before fork.
     const std::string n = std::to_string(opt_.ranks), r = std::to_string(k);
     std::vector<std::string> ours = {"TUTTI_RANK=" + r, "TUTTI_WORLD_SIZE=" + n, "TUTTI_JOB_ID=" + opt_.job_id};
-    if (const int per = opt_.ranks_per_node; per > 0) {
+    if (opt_.launcher) {
+      ours.clear();
+    } else if (const int per = opt_.ranks_per_node; per > 0) {
       const int node = k / per, first = node * per;
       ours.push_back("TUTTI_NODE_ID=sim" + std::to_string(node));
       ours.push_back("TUTTI_LOCAL_RANK=" + std::to_string(k - first));
@@ -647,13 +692,17 @@ class job {
       drain(r);  // its last words come before our verdict
       if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
       if (!stopping_) {
+        std::string what;
+        const std::string who = opt_.launcher ? "the launcher " + std::string(opt_.command[0]) : "rank " + std::to_string(k);
         if (WIFEXITED(status)) {
-          say("rank " + std::to_string(k) + " exited with status " + std::to_string(WEXITSTATUS(status)));
+          what = who + " exited with status " + std::to_string(WEXITSTATUS(status));
         } else if (WIFSIGNALED(status)) {
           const int sig = WTERMSIG(status);
-          say("rank " + std::to_string(k) + " was killed by signal " + std::to_string(sig) + " (" +
-              signal_name(sig) + (WCOREDUMP(status) ? ", core dumped" : "") + ")");
+          what = who + " was killed by signal " + std::to_string(sig) + " (" +
+                 signal_name(sig) + (WCOREDUMP(status) ? ", core dumped" : "") + ")";
         }
+        say(what);
+        if (failure_.empty()) failure_ = what;
       }
       failed_ = true;
     }
@@ -778,6 +827,7 @@ class job {
   std::unordered_map<pid_t, int> by_pid_;
   int running_ = 0;
   bool failed_ = false;
+  std::string failure_;               //!< the first rank failure, as said
   bool lingering_ = false;            //!< a rank failed; the others get opt_.linger_seconds
   steady::time_point linger_until_{};
   bool stopping_ = false;
@@ -805,5 +855,17 @@ int main(int argc, char** argv) {
   ensure_standard_fds_open();
   options opt = parse_command_line(argc, argv);
   install_signal_handlers();
-  return job(std::move(opt)).run();
+  for (int restart = 0;; ++restart) {
+    job j(opt, restart);
+    const int status = j.run();
+    if (status == 0 || j.interrupted()) return status;
+    const std::string why = j.failure().empty() ? "a rank could not be started" : j.failure();
+    if (restart == opt.max_restarts) {
+      if (opt.max_restarts > 0)
+        say("giving up: the job failed again after " + plural(static_cast<std::size_t>(restart), "restart") +
+            " (--max-restarts " + std::to_string(opt.max_restarts) + "); the last failure: " + why);
+      return status;
+    }
+    say("restart " + std::to_string(restart + 1) + " of " + std::to_string(opt.max_restarts) + ", after: " + why);
+  }
 }

@@ -5,6 +5,9 @@
 #   check.sh resume EXE TUTTI_RUN  — rank 1 is killed mid-run: rank 0 ends naming it (peer_lost); a
 #                                    relaunch resumes from the last checkpoint and finishes. A decoy
 #                                    (same program name, TUTTI_RANK=1, started last) must survive
+#   check.sh restarts EXE TUTTI_RUN — tutti-run --max-restarts: a run whose ranks are SIGKILLed 3 times
+#                                    (TUTTI_RESTART_KILLS) at random ends bit-identical to one never
+#                                    killed; a run out of restarts exits 1 naming the last failure
 #   check.sh codec_refused EXE TUTTI_RUN — a codec the program was not built with (int8: main.cpp lists
 #                                    none and fp16) is refused at once, naming it and the list
 #   check.sh typo EXE TUTTI_RUN    — a misspelt hyperparameter is refused, on every rank, before any
@@ -90,6 +93,58 @@ resume)
     { cat "$work/b.log"; exit 1; }
   echo "--- relaunch:"; grep -E "resumed|test accuracy" "$work/b.log"
   grep -q "resumed from" "$work/b.log" || { echo "the relaunch did not resume"; exit 1; }
+  ;;
+restarts)
+  # tutti-run --max-restarts: 1200 batches (~8 s on 2 cores), a checkpoint every 100. Run A is never killed; run B's
+  # ranks are SIGKILLed KILLS times (random rank, 1-3 s into each start) under --max-restarts 5:
+  # B must end as A did, bit for bit (deterministic data order, bit-identical resume), saying each
+  # restart and why. Run C, --max-restarts 1 and 2 kills, must give up naming the last failure.
+  kills=${TUTTI_RESTART_KILLS:-3}
+  config seed 1 | sed -e 's|^  epochs: 4$|  batches: 100|' >"$work/run.yaml"
+  # run_job NAME MAX: in the background; each rank writes "pid restart" to its file first.
+  run_job() {
+    sed -e "s|host_path: .*|host_path: $work/ckpt-$1|" "$work/run.yaml" >"$work/$1.yaml"
+    timeout 400 "$tutti_run" -n 2 --job-id "ex04-restart-$1-$$" --max-restarts "$2" -- \
+      sh -c 'echo "$$ $TUTTI_RESTART" >"$0/$1-rank-$TUTTI_RANK.pid"; shift; exec "$@"' "$work" "$1" \
+      "$exe" --config "$work/$1.yaml" --out "$work/out-$1" --max-batches 1200 --save-parameters "$work/$1.params" \
+      >"$work/$1.log" 2>&1 &
+    launcher=$!
+  }
+  # kill_rank NAME START: SIGKILLs a random rank of start START once it runs (its pid file says so
+  # and the pid is still that job's process), 1-3 s after.
+  kill_rank() {
+    local r=$((RANDOM % 2)) p="" s="" _
+    for _ in $(seq 300); do
+      p="" s=""
+      read -r p s 2>/dev/null <"$work/$1-rank-$r.pid" || true
+      [[ $s == "$2" && $p =~ ^[0-9]+$ ]] && tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "TUTTI_JOB_ID=ex04-restart-$1-$$" && break
+      p=""
+      sleep 0.1
+    done
+    [[ -n $p ]] || { echo "start $2 of run $1: rank $r not found"; cat "$work/$1.log"; exit 1; }
+    sleep "$((1 + RANDOM % 3)).$((RANDOM % 10))"
+    if kill -9 "$p" 2>/dev/null; then echo "run $1, start $2: killed rank $r"; fi
+  }
+  run_job A 0
+  rc=0; wait "$launcher" || rc=$?; launcher=""
+  ((rc == 0)) || { cat "$work/A.log"; exit 1; }
+  run_job B 5
+  for ((k = 0; k < kills; k++)); do kill_rank B "$k"; done
+  rc=0; wait "$launcher" || rc=$?; launcher=""
+  grep -E "tutti-run: restart|resumed from|test accuracy" "$work/B.log" || true
+  ((rc == 0)) || { echo "run B failed (exit $rc)"; cat "$work/B.log"; exit 1; }
+  n=$(grep -cE "tutti-run: restart [0-9]+ of 5, after: rank [01] was killed by signal 9 \(SIGKILL\)" "$work/B.log" || true)
+  ((n == kills)) || { echo "expected $kills restarts said with their reason, got $n"; exit 1; }
+  cmp "$work/A.params" "$work/B.params" || { echo "run B ($kills kills) does not end bit-identical to run A"; exit 1; }
+  echo "run B, killed $kills times, ends bit-identical to run A"
+  run_job C 1
+  kill_rank C 0
+  kill_rank C 1
+  rc=0; wait "$launcher" || rc=$?; launcher=""
+  grep "tutti-run:" "$work/C.log" || true
+  ((rc == 1)) || { echo "run C: expected exit status 1 after its restarts ran out, got $rc"; exit 1; }
+  grep -qE "tutti-run: giving up: the job failed again after 1 restart \(--max-restarts 1\); the last failure: rank [01] was killed by signal 9" \
+    "$work/C.log" || { echo "run C: no 'giving up' naming the last failure"; exit 1; }
   ;;
 codec_refused)
   config gradient_compression int8 >"$work/int8.yaml"

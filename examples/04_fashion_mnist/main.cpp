@@ -8,11 +8,16 @@
 //! tensor fusion. Rank 0 shows a progress bar (images/s, loss, accuracy), one line per epoch with the
 //! validation accuracy (on the 10,000 test images: Fashion-MNIST has no separate validation split),
 //! writes metrics.csv and, where Python's matplotlib is present, curves.png into --out.
+//!
+//! The transport comes from the environment (trainer/with_transport.hpp): shared memory when the
+//! launcher puts every rank on this host (tutti-run), multi_node — shm inside each host, UCX between —
+//! when the job spans hosts (torchrun's variables, mpirun, srun); TUTTI_TRANSPORT overrides.
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -20,6 +25,9 @@
 
 #include <tutti/fusion/autotuned.hpp>
 #include <tutti/trainer/from_config.hpp>
+#if TUTTI_EXAMPLE_MULTI_NODE
+#include <tutti/trainer/with_transport.hpp>
+#endif
 #include <tutti/tutti.hpp>
 
 #include "mlp.hpp"
@@ -33,12 +41,13 @@ struct arguments {
   std::string config, data = "/usr/share/datasets/fashion-mnist", out = "fashion-mnist-run";
   std::size_t max_batches = 0;  //!< overrides searcher.max_length (short runs in tests)
   std::size_t train_records = 0;  //!< the first N training images only (short runs)
+  std::string save_parameters;    //!< rank 0 writes the final parameters there (float32, in order): tests compare runs
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "%s\nusage: tutti-run -n SLOTS tutti_example_04_fashion_mnist --config FILE.yaml [--data DIR]\n"
-               "       [--out DIR] [--max-batches N] [--train-records N]\n",
+               "       [--out DIR] [--max-batches N] [--train-records N] [--save-parameters FILE]\n",
                why);
   std::exit(2);
 }
@@ -56,6 +65,7 @@ arguments parse(int argc, char** argv) {
     else if (flag == "--out") a.out = value();
     else if (flag == "--max-batches") a.max_batches = std::stoul(value());
     else if (flag == "--train-records") a.train_records = std::stoul(value());
+    else if (flag == "--save-parameters") a.save_parameters = value();
     else if (flag == "--help" || flag == "-h") usage("Fashion-MNIST with tutti's data-parallel trainer");
     else usage(("unknown argument " + flag).c_str());
   }
@@ -92,9 +102,9 @@ class progress_bar {
 //! tutti::trainer::all_codecs, to offer bf16, int8, topk and onebit too (docs/trainer.md).
 using codecs = tutti::trainer::codec_list<tutti::codec::none, tutti::codec::fp16>;
 
-template <class Codec>
-int train(const arguments& args, tutti::trainer::experiment_config& cfg) {
-  using comm_t = tutti::communicator<tutti::transport::shm, tutti::algorithm::automatic, Codec, tutti::fusion::autotuned<>>;
+template <class Codec, class Transport>
+int train(const arguments& args, tutti::trainer::experiment_config& cfg, const std::string& transport_reason) {
+  using comm_t = tutti::communicator<Transport, tutti::algorithm::automatic, Codec, tutti::fusion::autotuned<>>;
   // Everything the configuration decides comes first, so that a misspelt hyperparameter is refused
   // before any rank starts its communicator (and waits for the others).
   mlp model(static_cast<std::uint64_t>(cfg.number("model_seed", 7)));
@@ -110,6 +120,12 @@ int train(const arguments& args, tutti::trainer::experiment_config& cfg) {
 
   auto comm = comm_t::from_env();
   const bool chief = comm.rank() == 0;
+  if (chief) {
+    std::string transport = std::string(Transport::name) + " (" + transport_reason + ")";
+    if constexpr (requires { comm.transport().network(); })
+      transport += "; hosts " + comm.transport().nodes().describe() + "; network " + comm.transport().network();
+    std::fprintf(stderr, "fashion-mnist: transport %s\n", transport.c_str());
+  }
   options.announce = [chief](const std::string& what) {
     if (chief) std::fprintf(stderr, "fashion-mnist: %s\n", what.c_str());
   };
@@ -158,6 +174,12 @@ int train(const arguments& args, tutti::trainer::experiment_config& cfg) {
             << v.validation.at("accuracy") << ",,,,,\n";
         csv.flush();
       });
+  if (chief && !args.save_parameters.empty()) {
+    std::ofstream raw(args.save_parameters, std::ios::binary);
+    for (const auto& p : model.parameters())
+      raw.write(reinterpret_cast<const char*>(p.value.data()), static_cast<std::streamsize>(p.value.size_bytes()));
+    if (!raw.flush()) throw std::runtime_error("--save-parameters " + args.save_parameters + ": cannot write it");
+  }
   if (chief) {
     std::printf("fashion-mnist: test accuracy %.2f%%\n", 100 * final_accuracy);
     csv.close();
@@ -175,14 +197,23 @@ int main(int argc, char** argv) {
   try {
     const auto args = parse(argc, argv);
     auto cfg = tutti::trainer::experiment_config::load(args.config);
-    const char* rank = std::getenv("TUTTI_RANK");
-    const bool chief = rank == nullptr || std::string(rank) == "0";
+    const bool chief = tutti::rank_info_from_env().rank == 0;  // any launcher's variables
     for (const auto& w : cfg.warnings)
       if (chief) std::fprintf(stderr, "fashion-mnist: warning: %s\n", w.c_str());
     for (const auto& line : tutti::trainer::apply_environment(cfg))
       if (chief) std::fprintf(stderr, "fashion-mnist: %s\n", line.c_str());
-    return tutti::trainer::with_codec<codecs>(cfg.optimizations.gradient_compression,
-                                              [&]<class Codec>() { return train<Codec>(args, cfg); });
+#if TUTTI_EXAMPLE_MULTI_NODE
+    const auto transport = tutti::trainer::transport_from_env();
+    return tutti::trainer::with_codec<codecs>(cfg.optimizations.gradient_compression, [&]<class Codec>() {
+      return tutti::trainer::with_transport(transport.kind, [&]<class Transport>() {
+        return train<Codec, Transport>(args, cfg, transport.reason);
+      });
+    });
+#else
+    return tutti::trainer::with_codec<codecs>(cfg.optimizations.gradient_compression, [&]<class Codec>() {
+      return train<Codec, tutti::transport::shm>(args, cfg, "built without UCX: one host only");
+    });
+#endif
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fashion-mnist: %s\n", e.what());
     return 1;

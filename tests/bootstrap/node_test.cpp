@@ -72,3 +72,14 @@ TEST_CASE("node_grid: uneven nodes are refused, naming every node's ranks") {
                                          "(ranks 3 4)"),
                        tutti::invalid_argument);
 }
+
+TEST_CASE("node_map::from_ids: nodes named by the id's host part, described rank by rank") {
+  const std::vector<std::string> ids = {"h0/boot-a", "h0/boot-a", "h1/boot-b", "rack2"};
+  const auto m = tutti::node_map::from_ids(ids);
+  CHECK(m.nodes() == 3);
+  CHECK(m.names == std::vector<std::string>{"h0", "h1", "rack2"});
+  CHECK(!m.even());
+  CHECK(m.describe() == "h0: ranks 0 1; h1: rank 2; rack2: rank 3");
+  // From hashes alone the nodes have no names: they are numbered.
+  CHECK(tutti::node_map::from_hashes(hashes_of({"a", "b", "a"})).describe() == "node 0: ranks 0 2; node 1: rank 1");
+}

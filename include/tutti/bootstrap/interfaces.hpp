@@ -145,6 +145,14 @@ struct host_interfaces {
 struct network_choice {
   std::string subnet;                          //!< "10.0.0.0/24"
   std::map<std::string, net_interface> on;     //!< host id -> its interface in `subnet`
+
+  //! "10.0.0.0/24: h0 eth1 10.0.0.1; h1 eth1 10.0.0.2" (each host by its id's host part).
+  [[nodiscard]] std::string describe() const {
+    std::string text = subnet + ":";
+    for (const auto& [host, i] : on) text += " " + host.substr(0, host.find('/')) + " " + i.name + " " + i.address + ";";
+    text.pop_back();
+    return text;
+  }
 };
 
 //! Every network the job could use, best first (the order described at the top of this file);
@@ -224,8 +232,7 @@ inline std::string& ucx_devices_set_here() {
 inline void apply_to_ucx(const network_choice& choice, const std::string& host_id, int rank) {
   const auto it = choice.on.find(host_id);
   if (it == choice.on.end()) return;
-  std::string text = "network " + choice.subnet + ":";
-  for (const auto& [host, i] : choice.on) text += " " + host + " " + i.name + " " + i.address + ";";
+  const std::string text = "network " + choice.describe();
   // What this process set itself earlier (an earlier transport) is not the user's choice.
   std::string& set_here = interfaces_detail::ucx_devices_set_here();
   if (const char* user = std::getenv("UCX_NET_DEVICES"); user && *user && set_here != user) {

@@ -44,6 +44,20 @@ struct node_map {
   std::vector<int> node_of;                //!< node_of[r]: the node of global rank r
   std::vector<int> local_of;               //!< local_of[r]: r's index among its node's ranks
   std::vector<std::vector<int>> members;   //!< members[k]: global ranks of node k, by local index
+  std::vector<std::string> names;          //!< names[k]: node k's host name (from_ids); empty from hashes
+
+  //! From every rank's node id (node_id_from_env()): the map, with each node named by the id's
+  //! host part ("h1/3f2c..." -> "h1"; a TUTTI_NODE_ID without '/' is its own name).
+  [[nodiscard]] static node_map from_ids(std::span<const std::string> ids) {
+    std::vector<std::uint64_t> hashes;
+    for (const auto& id : ids) hashes.push_back(node_hash(id));
+    node_map m = from_hashes(hashes);
+    for (const auto& ranks : m.members) {
+      const std::string& id = ids[static_cast<std::size_t>(ranks.front())];
+      m.names.push_back(id.substr(0, id.find('/')));
+    }
+    return m;
+  }
 
   [[nodiscard]] static node_map from_hashes(std::span<const std::uint64_t> hash) {
     node_map m;
@@ -73,6 +87,20 @@ struct node_map {
     for (const auto& m : members)
       if (m.size() != members[0].size()) return false;
     return true;
+  }
+  //! "h0: ranks 0 1; h1: rank 2" (nodes without names: "node 0: ...").
+  [[nodiscard]] std::string describe() const {
+    std::string text;
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      if (k) text += "; ";
+      text += k < names.size() ? names[k] : "node " + std::to_string(k);
+      text += members[k].size() == 1 ? ": rank" : ": ranks";
+      for (int r : members[k]) {  // appended piece by piece: GCC 12 warns (-Wrestrict) on " " + to_string
+        text += ' ';
+        text += std::to_string(r);
+      }
+    }
+    return text;
   }
 };
 

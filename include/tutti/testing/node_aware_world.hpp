@@ -24,9 +24,7 @@ using shm_node_aware = transport::node_aware<transport::shm, transport::shm>;
 //! What every rank of a node_aware job builds: the node map from every rank's node id, a shm among
 //! the node's ranks (its own job id per node), and a job-wide shm.
 inline std::unique_ptr<shm_node_aware> make_shm_node_aware(const rank_info& info, const std::vector<std::string>& node_ids) {
-  std::vector<std::uint64_t> hashes;
-  for (const auto& id : node_ids) hashes.push_back(node_hash(id));
-  node_map map = node_map::from_hashes(hashes);
+  node_map map = node_map::from_ids(node_ids);
   const auto me = static_cast<std::size_t>(info.rank);
   rank_info near = info;
   near.rank = map.local_of[me];

@@ -207,13 +207,24 @@ class data_parallel_trainer {
   //! The batch plan for the ranks that started, refused (on every rank alike, before any data
   //! moves) when they are not the slots the configuration asked for: the shares would silently be
   //! global ÷ ranks, not the global ÷ slots the configuration's own warning computed.
-  static batch_plan plan_for(const trainer_options& o, const Communicator& comm) {
+  //! Across hosts, Determined's machine rule too: a configured slots_per_trial must be a multiple of
+  //! the slots per machine, so every host runs the same number of ranks (the transport's node map,
+  //! which every rank has alike).
+  static batch_plan plan_for(const trainer_options& o, Communicator& comm) {
     const auto ranks = static_cast<std::size_t>(comm.size());
     if (o.slots_per_trial != 0 && o.slots_per_trial != ranks)
       throw invalid_argument(on_rank(comm.rank(), "data_parallel_trainer") + "resources.slots_per_trial is " +
                              std::to_string(o.slots_per_trial) + " but the job has " + std::to_string(ranks) +
                              " ranks: start it with tutti-run -n " + std::to_string(o.slots_per_trial) +
                              ", or set slots_per_trial to " + std::to_string(ranks));
+    if constexpr (requires { comm.transport().nodes().describe(); }) {
+      const auto& nodes = comm.transport().nodes();
+      if (o.slots_per_trial != 0 && !nodes.even())
+        throw invalid_argument(on_rank(comm.rank(), "data_parallel_trainer") + "resources.slots_per_trial " +
+                               std::to_string(ranks) + " is not a multiple of the slots per machine: the job's " +
+                               std::to_string(nodes.nodes()) + " hosts hold different numbers of slots (" +
+                               nodes.describe() + "); start the same number of ranks on every host");
+    }
     return batch_plan::make(o.global_batch_size, ranks);
   }
 

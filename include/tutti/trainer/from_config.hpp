@@ -11,12 +11,14 @@
 //! | optimizations.tensor_fusion_threshold (MB), tensor_fusion_cycle_time (ms) | TUTTI_FUSION_THRESHOLD, TUTTI_CYCLE_TIME |
 //! | dtrain_network_interface | TUTTI_NET_IFACE |
 //! | checkpoint_storage.host_path | trainer_options::checkpoint_dir |
+//! | max_restarts | the launcher's (tutti-run --max-restarts): apply_environment says when they differ |
 #pragma once
 #include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tutti/core/config.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/trainer/any_optimizer.hpp"
 #include "tutti/trainer/config.hpp"
@@ -44,6 +46,17 @@ inline std::vector<std::string> apply_environment(const experiment_config& c) {
   set("TUTTI_CYCLE_TIME", std::to_string(o.tensor_fusion_cycle_time_ms), "optimizations.tensor_fusion_cycle_time");
   set("TUTTI_AUTOTUNE", o.auto_tune_tensor_fusion ? "1" : "0", "optimizations.auto_tune_tensor_fusion");
   if (!c.network_interface.empty()) set("TUTTI_NET_IFACE", c.network_interface, "dtrain_network_interface");
+  // Restarting is the launcher's: a process cannot restart the job it is part of. tutti-run says
+  // how often it will (TUTTI_MAX_RESTARTS); a configuration asking for another number is told so.
+  if (c.max_restarts) {
+    const auto launcher = config::raw("TUTTI_MAX_RESTARTS");
+    if (!launcher || *launcher != std::to_string(*c.max_restarts))
+      said.push_back("warning: max_restarts is " + std::to_string(*c.max_restarts) +
+                     (launcher ? " but the launcher restarts the job at most " + *launcher + " times"
+                               : " but no launcher said it restarts the job (TUTTI_MAX_RESTARTS is unset)") +
+                     ": start the job with tutti-run --max-restarts " + std::to_string(*c.max_restarts) +
+                     " (across hosts: a relaunch loop around mpirun or srun, docs/trainer.md)");
+  }
   return said;
 }
 

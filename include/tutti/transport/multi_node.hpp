@@ -46,6 +46,7 @@ struct parts {
   node_map map;
   std::unique_ptr<shm> intra;
   std::unique_ptr<ucx> inter;
+  std::string network;  //!< the network the hosts agreed on, in words (network_choice::describe)
 };
 
 inline parts build(const rank_info& info, bootstrap::tcp_store& store, const std::string& scope) {
@@ -54,10 +55,8 @@ inline parts build(const rank_info& info, bootstrap::tcp_store& store, const std
 
   // 2. The node map and the per-node shm job.
   const auto node_ids = bootstrap::store_all_gather(store, scope + "/node", rank, world, info.node_id, until);
-  std::vector<std::uint64_t> hashes;
-  for (const auto& id : node_ids) hashes.push_back(node_hash(id));
   parts p;
-  p.map = node_map::from_hashes(hashes);
+  p.map = node_map::from_ids(node_ids);
   if (rank == 0) store.set(scope + "/job", bootstrap::store_bytes(info.job_id.begin(), info.job_id.end()));
   const auto job_bytes = store.get(scope + "/job", until);
   const std::string job(job_bytes.begin(), job_bytes.end());
@@ -77,6 +76,7 @@ inline parts build(const rank_info& info, bootstrap::tcp_store& store, const std
   const auto choice =
       bootstrap::agree_on_network(store, rank, world, info.node_id, filter, until, scope + "/net");
   bootstrap::apply_to_ucx(choice, info.node_id, rank);
+  p.network = choice.describe();
   p.inter = std::make_unique<ucx>(rank, world, store, scope + "/ucx");
   return p;
 }
@@ -97,6 +97,10 @@ class multi_node : private multi_node_detail::job_scope, public node_aware<shm, 
   multi_node(const rank_info& info, std::shared_ptr<bootstrap::tcp_store> store, std::string key_scope)
       : multi_node(info, store, key_scope, multi_node_detail::build(info, *store, key_scope)) {}
 
+  //! The network between the hosts, in words: its subnet and each host's interface and address
+  //! there (what TUTTI_NET_IFACE / Determined's dtrain_network_interface chose among).
+  [[nodiscard]] const std::string& network() const noexcept { return network_; }
+
   //! The store this transport's ranks share (for user keys, e.g. a checkpoint path).
   [[nodiscard]] bootstrap::tcp_store& store() noexcept { return *job_scope::store; }
 
@@ -111,7 +115,10 @@ class multi_node : private multi_node_detail::job_scope, public node_aware<shm, 
   multi_node(const rank_info& info, std::shared_ptr<bootstrap::tcp_store> store, std::string key_scope,
              multi_node_detail::parts p)
       : multi_node_detail::job_scope{std::move(store), std::move(key_scope)},
-        node_aware<shm, ucx>(std::move(p.map), info.rank, std::move(p.intra), std::move(p.inter)) {}
+        node_aware<shm, ucx>(std::move(p.map), info.rank, std::move(p.intra), std::move(p.inter)),
+        network_(std::move(p.network)) {}
+
+  std::string network_;
 };
 
 }  // namespace tutti::transport

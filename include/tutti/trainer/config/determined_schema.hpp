@@ -306,7 +306,7 @@ inline constexpr field experiment_fields[] = {
     {"description", checked_text},
     {"entrypoint", entrypoint},
     {"environment", checked_any_mapping},
-    {"max_restarts", checked_count},  // tutti does not restart failed trials
+    {"max_restarts", [](const input& x) { x.c.max_restarts = x.non_negative_integer(); }},  // the launcher's to do
     {"resources", section<resources_fields>},
     always("dtrain_network_interface", network_interface),
     required("hyperparameters", hyperparameters, global_batch_size_hint, "hyperparameters.global_batch_size"),

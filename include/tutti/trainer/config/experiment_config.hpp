@@ -85,6 +85,7 @@ struct experiment_config {
   trainer::optimizations optimizations;            //!< optimizations.* (qualified: the member hides the type)
   std::string network_interface;                   //!< dtrain_network_interface, in TUTTI_NET_IFACE's syntax
   std::string checkpoint_dir;                      //!< checkpoint_storage host_path (+ storage_path); "" if none
+  std::optional<std::size_t> max_restarts;         //!< max_restarts: whole-job restarts the launcher may do
   std::vector<std::string> warnings;               //!< what is allowed but probably not meant
 
   //! The hyperparameter `key` as a number; `fallback` when absent. Not a number: invalid_argument
