@@ -62,13 +62,7 @@ args=(-b "${MIN:-8}" -e "$max" -f 4 -n "${ITERS:-20}" -w "${WARMUP:-5}")  # MIN,
 ompi_collective=()
 [[ $collective == allreduce ]] || ompi_collective=(-C "$collective")
 agent=$netns_tmp/agent.sh
-cat >"$agent" <<AGENT
-#!/bin/bash
-while [[ \$1 == -* ]]; do shift; done
-host=\$1; shift
-exec ip netns exec "${netns_tag}\$host" unshare --uts sh -c 'hostname "\$0"; eval "\$1"' "\$host" "\$*"
-AGENT
-chmod +x "$agent"
+netns_rsh_agent "$agent"
 
 run_tutti() {  # run_tutti ALG LOG [VAR=VALUE...]: the variables are set for every rank, after the others
   local r q pids=()

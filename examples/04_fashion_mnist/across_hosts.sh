@@ -51,16 +51,6 @@ torchrun_job() {
   cp "$work/$name.rank0.log" "$work/$name.log"
 }
 
-# write_agent: Open MPI's rsh agent, "agent [options] HOST COMMAND...": COMMAND runs in HOST's namespace.
-write_agent() {
-  cat >"$work/agent.sh" <<AGENT
-#!/bin/bash
-while [[ \$1 == -* ]]; do shift; done
-host=\$1; shift
-exec ip netns exec "${netns_tag}\$host" unshare --uts sh -c 'hostname "\$0"; eval "\$1"' "\$host" "\$*"
-AGENT
-  chmod +x "$work/agent.sh"
-}
 launcher=""
 trap 'if [[ -n $launcher ]]; then kill "$launcher" 2>/dev/null || true; fi; netns_cleanup' EXIT
 
@@ -85,7 +75,7 @@ train)
 
   if [[ -n $mpirun && -x $mpirun ]]; then
     config x41 4
-    write_agent
+    netns_rsh_agent "$work/agent.sh"
     on_host 0 env -u TUTTI_STORE_ADDR -u TUTTI_JOB_KEY -u MASTER_ADDR -u MASTER_PORT \
       OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
       timeout $limit "$mpirun" --host h0:1,h1:1,h2:1,h3:1 -np 4 --bind-to none \
@@ -125,7 +115,7 @@ restarts)
   [[ -n $mpirun && -x $mpirun ]] || skip "mpirun.openmpi not found"
   kills=${TUTTI_RESTART_KILLS:-2}
   netns_hosts 2
-  write_agent
+  netns_rsh_agent "$work/agent.sh"
   config restarts 4
   sed -i -e 's|^  epochs: 4$|  batches: 100|' "$work/restarts.yaml"
   run_job() {  # run_job NAME MAX: in the background; each rank writes "pid restart" to its file first

@@ -151,14 +151,7 @@ case $scenario in
   mpirun)
     [[ -n $mpirun && -x $mpirun ]] || skip "mpirun.openmpi not found"
     agent=$netns_tmp/agent.sh
-    # Open MPI's rsh agent: "agent [options] HOST COMMAND...": COMMAND runs on HOST's namespace.
-    cat >"$agent" <<AGENT
-#!/bin/bash
-while [[ \$1 == -* ]]; do shift; done
-host=\$1; shift
-exec ip netns exec "${netns_tag}\$host" unshare --uts sh -c 'hostname "\$0"; eval "\$1"' "\$host" "\$*"
-AGENT
-    chmod +x "$agent"
+    netns_rsh_agent "$agent"
     # No store address, no key: PMIx finds rank 0's store (bootstrap/pmix_rendezvous.hpp). Only the
     # test's deadline and log level travel with -x; env -u makes sure nothing else leaks in.
     on_host 0 env -u TUTTI_STORE_ADDR -u TUTTI_JOB_KEY -u TUTTI_JOB_KEY_FILE -u MASTER_ADDR -u MASTER_PORT \

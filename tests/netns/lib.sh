@@ -15,6 +15,7 @@
 #                              on paper and ranked before eth1, so only probing can reject it
 #   on_host K CMD...          runs CMD on host K (its namespace, hostname hK)
 #   shape_links RATE          tc tbf RATE on every host's eth1 (and the switch side)
+#   netns_rsh_agent FILE      Open MPI's rsh agent for the hosts (mpirun --mca plm_rsh_agent FILE)
 set -euo pipefail
 
 skip() { echo "skipped: $*"; exit 77; }
@@ -94,6 +95,19 @@ netns_dead_subnet() {
 on_host() {
   local k=$1; shift
   ip netns exec "$(ns_of "$k")" unshare --uts sh -c 'hostname "$0"; exec "$@"' "h$k" "$@"
+}
+
+# netns_rsh_agent FILE: writes Open MPI's rsh agent there ("agent [options] HOST COMMAND..."): COMMAND
+# runs in HOST's namespace with hostname HOST, so `mpirun --host h0:2,h1:2 --mca plm_rsh_agent FILE`
+# starts its daemons on the namespace hosts.
+netns_rsh_agent() {
+  cat >"$1" <<AGENT
+#!/bin/bash
+while [[ \$1 == -* ]]; do shift; done
+host=\$1; shift
+exec ip netns exec "${netns_tag}\$host" unshare --uts sh -c 'hostname "\$0"; eval "\$1"' "\$host" "\$*"
+AGENT
+  chmod +x "$1"
 }
 
 shape_links() {
