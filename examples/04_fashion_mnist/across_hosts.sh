@@ -108,8 +108,8 @@ PY
   ;;
 restarts)
   # Restarts across hosts: the layer that restarts is the launcher's loop, here tutti-run --launcher
-  # around mpirun (2 x 2 from host 0). 1200 batches, a checkpoint every 100. Run A is never killed;
-  # run B's ranks are SIGKILLed KILLS times (random rank on either host, 1-3 s into each start)
+  # around mpirun (2 x 2 from host 0). 1600 batches, a checkpoint every 100. Run A is never killed;
+  # run B's ranks are SIGKILLed KILLS times (random rank on either host, 0.5-2 s into each start)
   # under --max-restarts 4: B must end bit-identical to A (2 x 2 adds (a+b)+(c+d): no fusion timing
   # changes a bit), each restart said with mpirun's failure.
   [[ -n $mpirun && -x $mpirun ]] || skip "mpirun.openmpi not found"
@@ -126,11 +126,11 @@ restarts)
       --mca plm_rsh_agent "$work/agent.sh" --mca oob_tcp_if_include eth1 --mca btl self,tcp \
       -x TUTTI_TIMEOUT -x TUTTI_RESTART \
       sh -c 'echo "$$ $TUTTI_RESTART" >"$0/$1-rank-$OMPI_COMM_WORLD_RANK.pid"; shift; exec "$@"' "$work" "$1" \
-      "$exe" --config "$work/$1.yaml" --out "$work/out-$1" --max-batches 1200 --save-parameters "$work/$1.params" \
+      "$exe" --config "$work/$1.yaml" --out "$work/out-$1" --max-batches 1600 --save-parameters "$work/$1.params" \
       >"$work/$1.log" 2>&1 &
     launcher=$!
   }
-  kill_rank() {  # kill_rank NAME START: a random rank of that start, once it runs, 1-3 s after
+  kill_rank() {  # kill_rank NAME START: a random rank of that start, once it runs, 0.5-2 s after
     local r=$((RANDOM % 4)) p="" s="" _
     for _ in $(seq 300); do
       p="" s=""
@@ -140,7 +140,8 @@ restarts)
       sleep 0.1
     done
     [[ -n $p ]] || fail "run $1, start $2: rank $r not found"
-    sleep "$((1 + RANDOM % 3)).$((RANDOM % 10))"
+    local ms=$((500 + RANDOM % 1500))
+    sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
     if kill -9 "$p" 2>/dev/null; then echo "run $1, start $2: killed rank $r (host h$((r / 2)))"; fi
   }
   run_job A 0

@@ -95,8 +95,9 @@ resume)
   grep -q "resumed from" "$work/b.log" || { echo "the relaunch did not resume"; exit 1; }
   ;;
 restarts)
-  # tutti-run --max-restarts: 1200 batches (~8 s on 2 cores), a checkpoint every 100. Run A is never killed; run B's
-  # ranks are SIGKILLed KILLS times (random rank, 1-3 s into each start) under --max-restarts 5:
+  # tutti-run --max-restarts: 2000 batches (~13 s on 2 cores), a checkpoint every 100. Run A is never killed; run B's
+  # ranks are SIGKILLed KILLS times (random rank, 0.5-2 s into each start: at most ~300 batches a
+  # start here, so every kill lands before the end even on a machine twice as fast) under --max-restarts 5:
   # B must end as A did, bit for bit (deterministic data order, bit-identical resume), saying each
   # restart and why. Run C, --max-restarts 1 and 2 kills, must give up naming the last failure.
   kills=${TUTTI_RESTART_KILLS:-3}
@@ -106,12 +107,12 @@ restarts)
     sed -e "s|host_path: .*|host_path: $work/ckpt-$1|" "$work/run.yaml" >"$work/$1.yaml"
     timeout 400 "$tutti_run" -n 2 --job-id "ex04-restart-$1-$$" --max-restarts "$2" -- \
       sh -c 'echo "$$ $TUTTI_RESTART" >"$0/$1-rank-$TUTTI_RANK.pid"; shift; exec "$@"' "$work" "$1" \
-      "$exe" --config "$work/$1.yaml" --out "$work/out-$1" --max-batches 1200 --save-parameters "$work/$1.params" \
+      "$exe" --config "$work/$1.yaml" --out "$work/out-$1" --max-batches 2000 --save-parameters "$work/$1.params" \
       >"$work/$1.log" 2>&1 &
     launcher=$!
   }
   # kill_rank NAME START: SIGKILLs a random rank of start START once it runs (its pid file says so
-  # and the pid is still that job's process), 1-3 s after.
+  # and the pid is still that job's process), 0.5-2 s after.
   kill_rank() {
     local r=$((RANDOM % 2)) p="" s="" _
     for _ in $(seq 300); do
@@ -122,7 +123,8 @@ restarts)
       sleep 0.1
     done
     [[ -n $p ]] || { echo "start $2 of run $1: rank $r not found"; cat "$work/$1.log"; exit 1; }
-    sleep "$((1 + RANDOM % 3)).$((RANDOM % 10))"
+    local ms=$((500 + RANDOM % 1500))
+    sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
     if kill -9 "$p" 2>/dev/null; then echo "run $1, start $2: killed rank $r"; fi
   }
   run_job A 0
