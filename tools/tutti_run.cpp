@@ -239,6 +239,17 @@ std::uint16_t free_loopback_port() {
   return port;
 }
 
+//! An option's whole value as an integer in [lo, hi], else the usage error "NAME takes WHAT from
+//! LO to HI, got 'VALUE'".
+int count_option(std::string_view name, std::string_view value, const char* what, int lo, int hi) {
+  int k = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), k);
+  if (ec != std::errc{} || end != value.data() + value.size() || k < lo || k > hi)
+    usage_error(std::string(name) + " takes " + what + " from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                ", got '" + std::string(value) + "'");
+  return k;
+}
+
 options parse_command_line(int argc, char** argv) {
   options opt;
   bool have_ranks = false;
@@ -285,27 +296,12 @@ options parse_command_line(int argc, char** argv) {
       value = argv[++i];
     }
     if (name == "-n") {
-      int n = 0;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc{} || end != value.data() + value.size() || n < 1 || n > max_ranks)
-        usage_error("-n takes a number of ranks from 1 to " + std::to_string(max_ranks) + ", got '" +
-                    std::string(value) + "'");
-      opt.ranks = n;
+      opt.ranks = count_option(name, value, "a number of ranks", 1, max_ranks);
       have_ranks = true;
     } else if (name == "--ranks-per-node") {
-      int k = 0;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), k);
-      if (ec != std::errc{} || end != value.data() + value.size() || k < 1 || k > max_ranks)
-        usage_error("--ranks-per-node takes a number from 1 to " + std::to_string(max_ranks) + ", got '" +
-                    std::string(value) + "'");
-      opt.ranks_per_node = k;
+      opt.ranks_per_node = count_option(name, value, "a number", 1, max_ranks);
     } else if (name == "--max-restarts") {
-      int k = -1;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), k);
-      if (ec != std::errc{} || end != value.data() + value.size() || k < 0 || k > max_restarts)
-        usage_error("--max-restarts takes a number from 0 to " + std::to_string(max_restarts) + ", got '" +
-                    std::string(value) + "'");
-      opt.max_restarts = k;
+      opt.max_restarts = count_option(name, value, "a number", 0, max_restarts);
     } else if (name == "--bind") {
       if (value != "core" && value != "none") usage_error("--bind takes core or none, got '" + std::string(value) + "'");
       opt.bind_cores = value == "core";
@@ -331,8 +327,9 @@ options parse_command_line(int argc, char** argv) {
                   "are its to decide");
     opt.ranks = 1;
     opt.prefix = false;
+  } else if (!have_ranks) {
+    usage_error("missing -n N, the number of ranks");
   }
-  if (!have_ranks && !opt.launcher) usage_error("missing -n N, the number of ranks");
   if (i >= argc) usage_error("no program to run");
   opt.command = argv + i;
   if (!opt.job_id_given) opt.job_id = fresh_job_id();
@@ -507,17 +504,18 @@ class job {
     }
     // Everything the child needs is built before fork.
     const std::string n = std::to_string(opt_.ranks), r = std::to_string(k);
-    std::vector<std::string> ours = {"TUTTI_RANK=" + r, "TUTTI_WORLD_SIZE=" + n, "TUTTI_JOB_ID=" + opt_.job_id};
-    if (opt_.launcher) {
-      ours.clear();
-    } else if (const int per = opt_.ranks_per_node; per > 0) {
-      const int node = k / per, first = node * per;
-      ours.push_back("TUTTI_NODE_ID=sim" + std::to_string(node));
-      ours.push_back("TUTTI_LOCAL_RANK=" + std::to_string(k - first));
-      ours.push_back("TUTTI_LOCAL_SIZE=" + std::to_string(std::min(per, opt_.ranks - first)));
-    } else {
-      ours.push_back("TUTTI_LOCAL_RANK=" + r);
-      ours.push_back("TUTTI_LOCAL_SIZE=" + n);
+    std::vector<std::string> ours;  // a launcher (--launcher) gets none: it starts ranks of its own
+    if (!opt_.launcher) {
+      ours = {"TUTTI_RANK=" + r, "TUTTI_WORLD_SIZE=" + n, "TUTTI_JOB_ID=" + opt_.job_id};
+      if (const int per = opt_.ranks_per_node; per > 0) {
+        const int node = k / per, first = node * per;
+        ours.push_back("TUTTI_NODE_ID=sim" + std::to_string(node));
+        ours.push_back("TUTTI_LOCAL_RANK=" + std::to_string(k - first));
+        ours.push_back("TUTTI_LOCAL_SIZE=" + std::to_string(std::min(per, opt_.ranks - first)));
+      } else {
+        ours.push_back("TUTTI_LOCAL_RANK=" + r);
+        ours.push_back("TUTTI_LOCAL_SIZE=" + n);
+      }
     }
     std::vector<char*> envp(environment_);
     for (auto& s : ours) envp.push_back(s.data());

@@ -30,7 +30,16 @@ config() {
     "$here/fashion_mnist.yaml" >"$work/$1.yaml"
 }
 args() { echo --config "$work/$1.yaml" --out "$work/out-$1" --max-batches 200 --save-parameters "$work/$1.params"; }
-accuracy() { sed -n 's/.*test accuracy \([0-9.]*\)%.*/\1/p' "$1" | tail -1; }
+# mpirun_from_h0 HOSTS NP: sets `mpi` to Open MPI's mpirun for HOSTS (--host syntax), reaching the
+# other hosts through lib.sh's rsh agent, and `mpi_env` to the environment to start it with on host
+# 0: no rendezvous variable (rank 0's store is found through PMIx).
+mpirun_from_h0() {
+  netns_rsh_agent "$work/agent.sh"
+  mpi_env=(env -u TUTTI_STORE_ADDR -u TUTTI_JOB_KEY -u MASTER_ADDR -u MASTER_PORT OMPI_ALLOW_RUN_AS_ROOT=1
+    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
+  mpi=("$mpirun" --host "$1" -np "$2" --bind-to none --mca plm_rsh_agent "$work/agent.sh" --mca oob_tcp_if_include eth1
+    --mca btl self,tcp -x TUTTI_TIMEOUT)
+}
 
 # torchrun_job NAME HOSTS PPN PORT [VAR=VALUE...]: ranks started with torchrun's variables, rank r
 # on host r / PPN; waits for all; fails naming a rank that failed.
@@ -75,12 +84,8 @@ train)
 
   if [[ -n $mpirun && -x $mpirun ]]; then
     config x41 4
-    netns_rsh_agent "$work/agent.sh"
-    on_host 0 env -u TUTTI_STORE_ADDR -u TUTTI_JOB_KEY -u MASTER_ADDR -u MASTER_PORT \
-      OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-      timeout $limit "$mpirun" --host h0:1,h1:1,h2:1,h3:1 -np 4 --bind-to none \
-      --mca plm_rsh_agent "$work/agent.sh" --mca oob_tcp_if_include eth1 --mca btl self,tcp -x TUTTI_TIMEOUT \
-      "$exe" $(args x41) >"$work/x41.log" 2>&1 || fail "4 x 1 (mpirun): the job failed"
+    mpirun_from_h0 h0:1,h1:1,h2:1,h3:1 4
+    on_host 0 "${mpi_env[@]}" timeout $limit "${mpi[@]}" "$exe" $(args x41) >"$work/x41.log" 2>&1 || fail "4 x 1 (mpirun): the job failed"
     grep -q "transport multi_node (1 of the job's 4 ranks on this host (launcher Open MPI)); hosts h0: rank 0; h1: rank 1; h2: rank 2; h3: rank 3" \
       "$work/x41.log" || fail "4 x 1 (mpirun): rank 0 did not log multi_node over 4 hosts"
   else
@@ -115,16 +120,12 @@ restarts)
   [[ -n $mpirun && -x $mpirun ]] || skip "mpirun.openmpi not found"
   kills=${TUTTI_RESTART_KILLS:-2}
   netns_hosts 2
-  netns_rsh_agent "$work/agent.sh"
+  mpirun_from_h0 h0:2,h1:2 4
   config restarts 4
   sed -i -e 's|^  epochs: 4$|  batches: 100|' "$work/restarts.yaml"
   run_job() {  # run_job NAME MAX: in the background; each rank writes "pid restart" to its file first
     sed -e "s|host_path: .*|host_path: $work/ckpt-$1|" "$work/restarts.yaml" >"$work/$1.yaml"
-    on_host 0 env -u TUTTI_STORE_ADDR -u TUTTI_JOB_KEY -u MASTER_ADDR -u MASTER_PORT \
-      OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-      timeout 400 "$tutti_run" --launcher --max-restarts "$2" -- "$mpirun" --host h0:2,h1:2 -np 4 --bind-to none \
-      --mca plm_rsh_agent "$work/agent.sh" --mca oob_tcp_if_include eth1 --mca btl self,tcp \
-      -x TUTTI_TIMEOUT -x TUTTI_RESTART \
+    on_host 0 "${mpi_env[@]}" timeout 400 "$tutti_run" --launcher --max-restarts "$2" -- "${mpi[@]}" -x TUTTI_RESTART \
       sh -c 'echo "$$ $TUTTI_RESTART" >"$0/$1-rank-$OMPI_COMM_WORLD_RANK.pid"; shift; exec "$@"' "$work" "$1" \
       "$exe" --config "$work/$1.yaml" --out "$work/out-$1" --max-batches 1600 --save-parameters "$work/$1.params" \
       >"$work/$1.log" 2>&1 &

@@ -220,7 +220,7 @@ struct ring {
                                  std::byte* buf) {
     const int n = c.size(), r = c.rank();
     const auto steps = static_cast<std::size_t>(n - 1), items = rounds * steps;
-    constexpr std::size_t window = tuner::ring_tuning::broadcast_window;
+    constexpr std::size_t window = tuner::ring_tuning::allgather_window;
     std::array<typename Ctx::request, window> recvs{}, sends{};
     const auto block = [&](std::size_t i, int back) {
       return sp.chunk(static_cast<std::size_t>(wrap(r - static_cast<int>(i % steps) - back, n)), i / steps, chunk);
