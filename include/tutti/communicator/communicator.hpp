@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ranges>
 #include <span>
 #include <string>
@@ -29,9 +30,11 @@
 #include "tutti/communicator/arguments.hpp"
 #include "tutti/communicator/collective_refusal.hpp"
 #include "tutti/communicator/first_loss.hpp"
+#include "tutti/communicator/fusion_port.hpp"
 #include "tutti/communicator/logging.hpp"
 #include "tutti/communicator/options.hpp"
 #include "tutti/communicator/policies.hpp"
+#include "tutti/communicator/stall_inspector.hpp"
 #include "tutti/core/collective.hpp"
 #include "tutti/core/collective_traits.hpp"
 #include "tutti/core/deadline.hpp"
@@ -84,6 +87,13 @@ class communicator {
           "process runs alone, as rank 0 of 1; start it with tutti-run -n N, mpirun, srun or torchrun");
     return communicator(transport_type::from_env(), options,
                         "launcher " + info.launcher + ", job " + (info.job_id.empty() ? "-" : info.job_id));
+  }
+
+  communicator(communicator&&) = default;
+  communicator& operator=(communicator&&) = default;
+  //! Stops the stall inspector's watchdog first: it reads the fusion engine, which goes next.
+  ~communicator() {
+    if (inspector_) inspector_->stop();
   }
 
   [[nodiscard]] int rank() const noexcept { return transport_->rank(); }
@@ -171,6 +181,7 @@ class communicator {
                                                              algorithm_type::name,
                                                              fusion::timeline::from_env(rank(), size()));
     if (!restored_feedback_.empty()) engine_.engine->restore_feedback(std::exchange(restored_feedback_, {}));
+    if (inspector_) inspector_->watch_tensors([e = engine_.engine.get()] { return e->oldest_in_flight(); });
   }
 
   //! The fusion parameters in force (the autotuner's latest choice); the strategy's before the engine starts.
@@ -249,35 +260,8 @@ class communicator {
     return const_tensor_view(std::span(std::ranges::data(r), std::ranges::size(r)));
   }
 
-  //! All the fusion engine may do with this communicator (fusion/port.hpp; the algorithm's control for
-  //! joint tuning: fusion/joint.hpp): the engine sits below the communicator and never sees it.
-  class fusion_port {
-   public:
-    using transport_type = typename communicator::transport_type;
-    using codec_type = typename communicator::codec_type;
-    explicit fusion_port(communicator& c) noexcept : c_(&c) {}
-    [[nodiscard]] int rank() const noexcept { return c_->rank(); }
-    [[nodiscard]] int size() const noexcept { return c_->size(); }
-    [[nodiscard]] transport_type& transport() const noexcept { return *c_->transport_; }
-    [[nodiscard]] auto& algorithm_control() const requires requires(communicator& c) { c.algorithm_control(); }
-    { return c_->algorithm_control(); }
-    //! The engine's collectives: the same checked allreduce, numbered in the engine's own sequence,
-    //! its phases recorded into `phases` (the engine's timeline) while it runs.
-    void fused_allreduce(const_tensor_view in, tensor_view out, op o, error_feedback* fb,
-                         algorithm::phase_log* phases) const {
-      struct recording { communicator* c; ~recording() { c->phase_log_ = nullptr; } } scope{c_};
-      c_->phase_log_ = phases;
-      c_->allreduce_checked(in, out, o, fb);
-    }
-    void engine_failed(const std::string& what) const {
-      if (!c_->broken_.empty()) return;
-      c_->broken_ = on_rank(c_->rank()) + "fusion engine: " + what;
-      c_->transport_->abort();
-    }
-
-   private:
-    communicator* c_;
-  };
+  friend class detail::communicator_fusion_port<communicator>;
+  using fusion_port = detail::communicator_fusion_port<communicator>;
   using engine_type = fusion::engine<fusion_port>;
 
   communicator(std::unique_ptr<transport_type> transport, communicator_options options, const std::string& origin)
@@ -296,6 +280,7 @@ class communicator {
       algorithm_type::prepare(c);
     }
     detail::announce<algorithm_type, codec_type, fusion_type>(*transport_, origin);
+    inspector_ = detail::make_stall_inspector(*transport_, options_.stall_warn, options_.stall_timeout);
   }
 
   //! allreduce_async's own argument checks, before anything is queued (this rank only: the engine's
@@ -361,6 +346,7 @@ class communicator {
     // Beside a running fusion engine, a blocking collective waits for its turn (granted when every
     // rank has entered it), and has the transport to itself until it returns.
     const bool engine_thread = on_engine_thread();
+    const detail::watched_call watching(inspector_.get(), d);  // the stall inspector's view of this rank
     struct turn {
       engine_type* engine = nullptr;
       ~turn() {
@@ -410,17 +396,27 @@ class communicator {
   void guarded(const collective_descriptor& d, const char* during, F&& body) {
     try {
       body();
-    } catch (const mismatch&) {
+    } catch (const mismatch& e) {
+      if (auto verdict = inspector_ ? inspector_->decided() : std::nullopt) {  // a late rank meets a stall's wreck
+        fail(d, verdict->c_str());
+        throw timeout(where(d) + during + "the job stalled: " + *verdict + "; here: " + e.what());
+      }
       throw;  // found before any data moved, identically on every rank: the communicator stays usable
     } catch (const invalid_argument&) {
       throw;
     } catch (const peer_lost& e) {
+      if (auto verdict = inspector_ ? inspector_->decided() : std::nullopt) {  // a rank gave up on a stall
+        fail(d, verdict->c_str());
+        throw timeout(where(d) + during + "the job stalled: " + *verdict + "; here: " + e.what());
+      }
       const auto [peer, what] = detail::first_loss(*transport_, e);  // before fail(): our abort is what peers see next
       fail(d, what.c_str());
       throw peer_lost(peer, where(d) + during + what);
     } catch (const timeout& e) {
+      // The first rank to time out decides who is stuck; every rank says the same (stall_inspector.hpp).
+      const std::string verdict = inspector_ ? "the job stalled: " + inspector_->verdict(d) + "; here: " : "";
       fail(d, e.what());
-      throw timeout(where(d) + during + e.what());
+      throw timeout(where(d) + during + verdict + e.what());
     } catch (const error& e) {
       fail(d, e.what());
       throw transport_error(where(d) + during + e.what());
@@ -444,6 +440,7 @@ class communicator {
   detail::argument_agreement<transport_type> agreement_;
   std::uint64_t engine_sequence_ = 0;  //!< the engine's collectives (its thread only)
   std::map<std::string, std::vector<float>> restored_feedback_;  //!< residuals given before the engine started
+  std::unique_ptr<detail::stall_inspector> inspector_;  //!< before engine_: the engine's collectives report to it
   fusion::engine_slot<engine_type> engine_;  //!< last: stopped and joined before any member it uses goes
 };
 

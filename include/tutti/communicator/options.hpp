@@ -16,6 +16,9 @@ struct communicator_options {
   //! TUTTI_STALL_TIMEOUT: how long a tensor enqueued by some ranks waits for the others before its
   //! handles fail naming the missing ranks (allreduce_async).
   std::chrono::nanoseconds stall_timeout = std::chrono::seconds(60);
+  //! TUTTI_STALL_WARN: a wait in one collective this long logs who is missing (communicator/
+  //! stall_inspector.hpp); 0 turns the inspector (and its thread) off.
+  std::chrono::nanoseconds stall_warn = std::chrono::seconds(60);
 
   [[nodiscard]] static communicator_options from_env() {
     communicator_options o;
@@ -23,6 +26,8 @@ struct communicator_options {
     o.chunk_bytes = config::bytes("TUTTI_CHUNK_BYTES", o.chunk_bytes, 64, std::size_t{1} << 30);
     o.check = config::flag("TUTTI_CHECK", o.check);
     o.stall_timeout = config::seconds("TUTTI_STALL_TIMEOUT", o.stall_timeout);
+    const auto warn = config::raw("TUTTI_STALL_WARN");
+    o.stall_warn = warn && *warn == "0" ? std::chrono::nanoseconds::zero() : config::seconds("TUTTI_STALL_WARN", o.stall_warn);
     return o;
   }
 };

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tutti/core/collective.hpp"
 #include "tutti/core/tags.hpp"
@@ -37,6 +38,20 @@ namespace tutti {
 }
 [[nodiscard]] inline std::string call_prefix(int rank, const collective_descriptor& d) {
   return call_prefix(rank, static_cast<collective>(d.kind), d.sequence);
+}
+
+//! "0-2, 5" for ranks {0, 1, 2, 5}.
+[[nodiscard]] inline std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(ranks[i]);
+    if (j > i) out += (j == i + 1 ? ", " : "-") + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
 }
 
 }  // namespace tutti

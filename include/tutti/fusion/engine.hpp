@@ -78,7 +78,7 @@ class engine {
     {
       std::lock_guard lock(mutex_);
       if (dead_) std::rethrow_exception(prefixed(dead_, on_rank(rank_) + "allreduce_async '" + name + "': "));
-      if (!in_use_.insert(name).second)
+      if (!in_use_.emplace(name, clock::now()).second)
         throw invalid_argument(on_rank(rank_) + "allreduce_async '" + name +
                                "': a tensor of this name is already pending on this rank (wait on its handle first)");
       incoming_.push_back(std::make_shared<entry>(entry{std::move(name), in, out, {in.type, o, in.count},
@@ -120,6 +120,15 @@ class engine {
     return params_;
   }
   [[nodiscard]] std::uint64_t rounds() const noexcept { return rounds_.load(); }
+
+  //! The tensor enqueued longest ago that has not completed, and when (for the stall inspector).
+  [[nodiscard]] std::optional<std::pair<std::string, clock::time_point>> oldest_in_flight() const {
+    std::lock_guard lock(mutex_);
+    const auto it = std::min_element(in_use_.begin(), in_use_.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (it == in_use_.end()) return std::nullopt;
+    return *it;
+  }
 
   //! Error-feedback codecs: this rank's residual per tensor name (batching.hpp).
   [[nodiscard]] std::map<std::string, std::vector<float>> feedback_state() const { return batcher_.feedback_state(); }
@@ -349,7 +358,7 @@ class engine {
   mutable std::mutex mutex_;
   std::condition_variable wake_, turn_;
   std::vector<std::shared_ptr<entry>> incoming_;
-  std::unordered_set<std::string> in_use_;
+  std::unordered_map<std::string, clock::time_point> in_use_;  //!< enqueued, not yet completed
   std::uint64_t blocking_requested_ = 0, blocking_granted_ = 0, blocking_done_ = 0;
   bool blocking_abandoned_ = false, stop_requested_ = false, stopped_ = false;
   std::exception_ptr dead_;

@@ -26,6 +26,7 @@
 #include "tutti/core/config.hpp"
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/log.hpp"
+#include "tutti/transport/activity_board.hpp"
 #include "tutti/transport/first_loss.hpp"
 #include "tutti/transport/node_aware.hpp"
 #include "tutti/transport/shm.hpp"
@@ -104,6 +105,9 @@ class multi_node : private multi_node_detail::job_scope, public node_aware<shm, 
   //! The store this transport's ranks share (for user keys, e.g. a checkpoint path).
   [[nodiscard]] bootstrap::tcp_store& store() noexcept { return *job_scope::store; }
 
+  //! Where the communicator's stall inspector posts and reads: this transport's scope in the store.
+  [[nodiscard]] transport::activity_board& activity_board() noexcept { return board_; }
+
   //! The job's first lost rank, for the communicator's error (communicator.hpp): see first_loss.hpp.
   [[nodiscard]] std::pair<int, std::string> first_loss(int peer, const std::string& what) {
     bool store_failed = false;
@@ -116,9 +120,11 @@ class multi_node : private multi_node_detail::job_scope, public node_aware<shm, 
              multi_node_detail::parts p)
       : multi_node_detail::job_scope{std::move(store), std::move(key_scope)},
         node_aware<shm, ucx>(std::move(p.map), info.rank, std::move(p.intra), std::move(p.inter)),
-        network_(std::move(p.network)) {}
+        network_(std::move(p.network)),
+        board_(bootstrap::store_ops::of(*job_scope::store), job_scope::scope + "/activity", info.rank, info.world_size) {}
 
   std::string network_;
+  store_activity_board board_;
 };
 
 }  // namespace tutti::transport

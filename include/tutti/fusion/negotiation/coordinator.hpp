@@ -11,25 +11,12 @@
 #include <vector>
 
 #include "tutti/core/dtype.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/core/op.hpp"
 #include "tutti/fusion/negotiation/cache.hpp"
 #include "tutti/fusion/negotiation/messages.hpp"
 
 namespace tutti::fusion {
-
-//! "0-2, 5" for ranks {0, 1, 2, 5}.
-inline std::string rank_list(const std::vector<int>& ranks) {
-  std::string out;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += std::to_string(ranks[i]);
-    if (j > i) out += (j == i + 1 ? ", " : "-") + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
 
 class coordinator {
  public:

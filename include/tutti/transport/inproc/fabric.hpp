@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tutti/core/message.hpp"
+#include "tutti/transport/activity_board.hpp"
 #include "tutti/transport/detail/op_queue.hpp"
 #include "tutti/transport/detail/operation.hpp"
 
@@ -43,7 +44,8 @@ class fabric {
   explicit fabric(int world_size)
       : world_(world_size),
         channels_(std::make_unique<channel[]>(static_cast<std::size_t>(world_size) * static_cast<std::size_t>(world_size))),
-        gone_(std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(world_size))) {
+        gone_(std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(world_size))),
+        board_(world_size) {
     for (std::size_t r = 0; r < static_cast<std::size_t>(world_size); ++r) gone_[r].store(false);
   }
 
@@ -65,6 +67,9 @@ class fabric {
     std::lock_guard lock(ch.mutex);
     (op->is_send ? ch.sends : ch.recvs).remove(op);
   }
+
+  //! What the ranks' stall inspectors post and read (activity_board.hpp).
+  [[nodiscard]] local_activity_board& board() noexcept { return board_; }
 
   void leave(int rank) noexcept { gone_[static_cast<std::size_t>(rank)].store(true, std::memory_order_release); }
   [[nodiscard]] bool gone(int rank) const noexcept {
@@ -106,6 +111,7 @@ class fabric {
   std::vector<std::string> node_ids_;
   std::unique_ptr<channel[]> channels_;
   std::unique_ptr<std::atomic<bool>[]> gone_;
+  local_activity_board board_;
 };
 
 }  // namespace tutti::transport::inproc_detail

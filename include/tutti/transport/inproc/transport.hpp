@@ -57,6 +57,8 @@ class inproc {
   [[nodiscard]] int world_size() const noexcept { return fabric_->world_size(); }
   //! The simulated node this rank is on (see run()), for hierarchical algorithms' grouping.
   [[nodiscard]] std::string node_id() const { return fabric_->node_id(rank_); }
+  //! Where the communicator's stall inspector posts and reads (the fabric's, shared by the threads).
+  [[nodiscard]] transport::activity_board& activity_board() noexcept { return board_; }
 
   [[nodiscard]] request send(int peer, std::uint64_t tag, const void* data, std::size_t bytes) {
     auto* op = acquire(peer, tag, bytes, true);
@@ -181,6 +183,7 @@ class inproc {
 
   std::shared_ptr<fabric> fabric_;
   int rank_;
+  transport::local_activity_board::view board_{fabric_->board(), rank_};
   op_pool<inproc_detail::op_state> pool_;
 };
 

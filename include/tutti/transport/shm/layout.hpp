@@ -12,8 +12,23 @@
 
 namespace tutti::transport::shm_detail {
 
-inline constexpr std::uint64_t segment_magic = 0x326d737474747574ull;  // "tuttsm2": the layout's version
+inline constexpr std::uint64_t segment_magic = 0x336d737474747574ull;  // "tuttsm3": the layout's version
 inline constexpr std::size_t line = 64;
+
+//! What the stall inspector posts about this rank (shm/activity.hpp): a seqlock over 8-byte words
+//! (odd `version` while the owner writes), so readers never see half a record.
+struct alignas(line) activity_area {
+  static constexpr std::size_t words = 56;  //!< the first holds the length: 440 bytes of record
+  std::atomic<std::uint64_t> version;
+  std::atomic<std::uint64_t> word[words];
+};
+
+//! The job's stall verdict, in rank 0's segment: `state` 0 none, 1 being written, 2 written.
+struct alignas(line) verdict_area {
+  static constexpr std::size_t words = 502;  //!< the first holds the length: 4000 bytes of text
+  std::atomic<std::uint32_t> state;
+  std::atomic<std::uint64_t> word[words];
+};
 
 struct alignas(line) segment_header {
   std::atomic<std::uint64_t> magic;  //!< written last by the creator: the segment is initialised
@@ -27,6 +42,8 @@ struct alignas(line) segment_header {
   alignas(line) std::atomic<std::uint32_t> attached;  //!< peers that have mapped this segment
   std::atomic<std::uint32_t> mapped_all;              //!< the owner has mapped (and counted itself in) every peer's
   alignas(line) std::atomic<std::uint32_t> gone;      //!< the owner left or aborted
+  activity_area activity;
+  verdict_area verdict;
 };
 
 //! Consumer-side progress of one channel, in the receiver's segment.

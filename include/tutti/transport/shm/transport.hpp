@@ -6,6 +6,7 @@
 //! - startup.hpp: the job's segments, created, mapped by every rank, and unlinked at once;
 //! - channel.hpp: send/recv/test/wait through one ring per pair of ranks, with no progress thread;
 //! - liveness.hpp: whether a peer left (its flag) or died (its pidfd);
+//! - activity.hpp: where the stall inspector posts what this rank is doing (activity_board.hpp);
 //! - window.hpp: one-sided memory (staging buffers, registered pool, signals) for algorithm::direct;
 //!   allocator.hpp and registered_buffer.hpp give the pool to containers.
 #pragma once
@@ -24,6 +25,7 @@
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
 #include "tutti/transport/op_pool.hpp"
+#include "tutti/transport/shm/activity.hpp"
 #include "tutti/transport/shm/channel.hpp"
 #include "tutti/transport/shm/layout.hpp"
 #include "tutti/transport/shm/liveness.hpp"
@@ -108,6 +110,9 @@ class shm {
     channel_.fail_all();
   }
 
+  //! Where the communicator's stall inspector posts and reads (activity.hpp: this job's segments).
+  [[nodiscard]] transport::activity_board& activity_board() noexcept { return board_; }
+
   // ---- one-sided capability (traits.one_sided; window.hpp): what algorithm::direct builds on -----
 
   //! Rank `r`'s segment as mapped in this process; offsets published with signals are relative to it.
@@ -153,6 +158,7 @@ class shm {
   shm_detail::liveness live_;
   shm_detail::channel channel_;
   shm_detail::window window_;
+  shm_detail::activity_board board_{job_};
 };
 
 static_assert(transport_policy<shm>, "transport::shm must satisfy tutti::transport_policy");
