@@ -29,7 +29,8 @@ namespace {
 using namespace tutti;
 using shm_ring = communicator<transport::shm, algorithm::ring>;
 
-//! A directory of this test's own, removed at the end: rank r's stderr goes to rank<r>.log there.
+//! A directory of this test's own, removed at the end (kept, and named, with TUTTI_TEST_KEEP_LOGS=1):
+//! rank r's stderr goes to rank<r>.log there.
 struct log_dir {
   std::filesystem::path path;
   log_dir() {
@@ -37,7 +38,10 @@ struct log_dir {
     REQUIRE(::mkdtemp(templ) != nullptr);
     path = templ;
   }
-  ~log_dir() { std::filesystem::remove_all(path); }
+  ~log_dir() {
+    if (config::raw("TUTTI_TEST_KEEP_LOGS") == "1") std::printf("logs kept in %s\n", path.c_str());
+    else std::filesystem::remove_all(path);
+  }
   [[nodiscard]] std::string of(int r) const {
     std::ifstream in(path / ("rank" + std::to_string(r) + ".log"));
     std::stringstream s;

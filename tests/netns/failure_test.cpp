@@ -6,9 +6,12 @@
 //! node seen through the node transport itself, which numbers ranks by local index).
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include <tutti/algorithm/direct.hpp>
@@ -76,4 +79,48 @@ TEST_CASE("multi_node failure (leave): a rank that returns right after joining i
   std::printf("rank done after %.2f s\n", since());
   std::fflush(stdout);
   CHECK(since() < 8.0);
+}
+
+// Scenario `stall` (launch.sh): TUTTI_TEST_STALL="stop R" stops rank R with SIGSTOP after the first
+// allreduce (alive but stuck; a child of its own continues it 9 s later); "skip R" has rank R skip
+// the second allreduce and call a barrier 9 s later. TUTTI_STALL_WARN=2 and TUTTI_TIMEOUT=6: the
+// others log who is missing at 2 s and fail at 6 s; rank R fails once it runs again. Each rank
+// prints what it was told ("stall rank r: ..."), for launch.sh to compare: one verdict on every rank.
+// Every rank stays until 13 s after the first allreduce, so the store (rank 0's) outlives rank R's
+// reading of the verdict.
+TEST_CASE("multi_node failure (stall): a stopped or skipping rank is named by every rank's one verdict") {
+  const auto spec = tutti::config::raw("TUTTI_TEST_STALL");
+  REQUIRE_MESSAGE(spec.has_value(), "set TUTTI_TEST_STALL (launch.sh stall does)");
+  const bool stop = spec->starts_with("stop ");
+  const int stalled = std::stoi(spec->substr(spec->find(' ') + 1));
+  auto comm = tutti::communicator<tutti::transport::multi_node, tutti::algorithm::ring>::from_env();
+  std::vector<float> grads(1 << 10, 1.0f);
+  comm.allreduce(grads, tutti::op::sum);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string told = "no error";
+  try {
+    if (comm.rank() == stalled && stop) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));  // its watchdog posts "returned" first
+      const pid_t self = ::getpid();
+      if (::fork() == 0) {
+        ::sleep(9);
+        ::kill(self, SIGCONT);
+        ::_exit(0);
+      }
+      ::raise(SIGSTOP);
+      comm.allreduce(grads, tutti::op::sum);
+    } else if (comm.rank() == stalled) {
+      std::this_thread::sleep_for(std::chrono::seconds(9));
+      comm.barrier();
+    } else {
+      comm.allreduce(grads, tutti::op::sum);
+    }
+  } catch (const tutti::error& e) {
+    told = e.what();
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("stall rank %d after %.2f s: %s\n", comm.rank(), took, told.c_str());
+  std::fflush(stdout);
+  CHECK(told.find("the job stalled: ") != std::string::npos);
+  std::this_thread::sleep_until(t0 + std::chrono::seconds(13));
 }

@@ -22,6 +22,10 @@
 #   leave      rank 3 joins and returns at once (no error, no collective): the other ranks, on its
 #              node (shm) and on the other host (UCX), get peer_lost naming it within seconds, and
 #              every rank, rank 3 included, exits well before TUTTI_TIMEOUT
+#   stall      rank 3 stopped by SIGSTOP after a first allreduce (continued 9 s later), then rank 3
+#              skipping the second allreduce: with TUTTI_STALL_WARN=2 and TUTTI_TIMEOUT=6 ranks 0-2
+#              log one line naming rank 3 missing (silent when stopped, alive when skipping) and
+#              fail at 6 s, rank 3 when it runs again: all four with one verdict, word for word
 # Every rank runs under `timeout`, and lib.sh removes the namespaces whatever happens.
 source "$(dirname "$0")/lib.sh"
 scenario=${1:?scenario}
@@ -134,6 +138,27 @@ case $scenario in
       [[ ${status[$r]} == 0 ]] || fail "kill rank 0: survivor rank $r exited ${status[$r]} (its checks failed)"
     done
     ((SECONDS - started < 12)) || fail "kill rank 0: the survivors took $((SECONDS - started)) s to exit (TUTTI_TIMEOUT=$TUTTI_TIMEOUT)"
+    ;;
+  stall)
+    for mode in stop skip; do
+      pids=()
+      all_ranks TUTTI_TEST_STALL="$mode 3" TUTTI_STALL_WARN=2 TUTTI_TIMEOUT=6 -- --test-case='*failure (stall)*'
+      wait_ranks
+      for r in 0 1 2 3; do
+        [[ ${status[$r]} == 0 ]] || { cat "$netns_tmp/rank$r.log"; fail "stall $mode: rank $r exited ${status[$r]}"; }
+      done
+      liveness=alive
+      [[ $mode == stop ]] && liveness="silent for [0-9.]+ s \\(stopped, or its host unreachable\\)"
+      for r in 0 1 2; do
+        grep -qE "warn: stall: allreduce #2 has waited 2\.[0-9] s on rank $r; in it: ranks 0-2; missing: rank 3 \\(returned from allreduce #1 [0-9.]+ s ago, $liveness\\)" \
+          "$netns_tmp/rank$r.log" || { cat "$netns_tmp/rank$r.log"; fail "stall $mode: rank $r did not log rank 3 as missing"; }
+      done
+      verdicts=$(grep -ho "the job stalled: .*; here: " "$netns_tmp"/rank[0-3].log | sort -u)
+      [[ $(grep -c . <<<"$verdicts") == 1 ]] || { cat "$netns_tmp"/rank*.log; fail "stall $mode: the ranks' verdicts differ: $verdicts"; }
+      grep -q "missing: rank 3 (returned from allreduce #1" <<<"$verdicts" || fail "stall $mode: the verdict does not name rank 3: $verdicts"
+      grep -h "warn: stall:" "$netns_tmp/rank0.log" | head -1
+      grep -h "^stall rank" "$netns_tmp"/rank[0-3].log
+    done
     ;;
   leave)
     started=$SECONDS
