@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -96,6 +97,29 @@ struct stall_env {
   }
 };
 
+//! 3 ranks over shm, each one's stderr in `logs`: one allreduce of `v` together, then then(comm, rank, v).
+template <class Then>
+std::vector<testing::fork_result> three_ranks(const log_dir& logs, const char* warn, const char* timeout, Then then) {
+  return testing::fork_ranks(3, [&](const rank_info& info) {
+    logs.redirect(info.rank);
+    const stall_env env(warn, timeout);
+    shm_ring comm(std::make_unique<transport::shm>(info));
+    std::vector<float> v(64, 1.0f);
+    comm.allreduce(v, op::sum);
+    then(comm, info.rank, v);
+  });
+}
+
+//! Ranks 0 and 2 (those left waiting) each logged every one of `texts`.
+void both_warned(const log_dir& logs, std::initializer_list<std::string> texts) {
+  for (int r : {0, 2}) {
+    const auto log = logs.of(r);
+    INFO("rank " << r << "'s log: " << log);
+    CHECK(log.find("[tutti " + std::to_string(r) + "] warn: stall: ") != std::string::npos);
+    for (const auto& t : texts) CHECK(log.find(t) != std::string::npos);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("activity_record: encoded and decoded whole, tensor names with spaces included; other text is refused") {
@@ -142,42 +166,24 @@ TEST_CASE("stall diagnosis: the ranks in the collective, the silent ones in it, 
 
 TEST_CASE("stall inspector over shm: a rank that skips a collective is named by the others' warning and by one verdict") {
   const log_dir logs;
-  auto results = testing::fork_ranks(3, [&](const rank_info& info) {
-    logs.redirect(info.rank);
-    const stall_env env("1.5", "4");
-    shm_ring comm(std::make_unique<transport::shm>(info));
-    std::vector<float> v(64, 1.0f);
-    comm.allreduce(v, op::sum);
-    if (info.rank == 1) {
-      std::this_thread::sleep_for(std::chrono::seconds(5));  // busy elsewhere, past the others' deadline
-      comm.barrier();
-    } else {
-      comm.allreduce(v, op::sum);
-    }
+  auto results = three_ranks(logs, "1.5", "4", [](shm_ring& comm, int rank, std::vector<float>& v) {
+    if (rank != 1) return comm.allreduce(v, op::sum);
+    std::this_thread::sleep_for(std::chrono::seconds(5));  // busy elsewhere, past the others' deadline
+    comm.barrier();
   });
   const auto v = one_verdict(results, "missing: rank 1 (returned from allreduce #1 ");
   CHECK(v.find("allreduce #2 has waited ") == 0);
   CHECK(v.find("in it: ranks 0, 2; missing: rank 1 (returned from allreduce #1 ") != std::string::npos);
   CHECK(v.find(", alive)") != std::string::npos);
   CHECK(results[1].error.find("barrier #2") != std::string::npos);  // rank 1 learns it in its next collective
-  for (int r : {0, 2}) {
-    const auto log = logs.of(r);
-    INFO("rank " << r << "'s log: " << log);
-    CHECK(log.find("[tutti " + std::to_string(r) + "] warn: stall: allreduce #2 has waited 1.") != std::string::npos);
-    CHECK(log.find("in it: ranks 0, 2; missing: rank 1 (returned from allreduce #1 ") != std::string::npos);
-  }
+  both_warned(logs, {"allreduce #2 has waited 1.", "in it: ranks 0, 2; missing: rank 1 (returned from allreduce #1 "});
   CHECK(logs.of(1).find("stall:") == std::string::npos);  // it waited in nothing
 }
 
 TEST_CASE("stall inspector over shm: a rank stopped by SIGSTOP is named silent, and every rank fails with one verdict") {
   const log_dir logs;
-  auto results = testing::fork_ranks(3, [&](const rank_info& info) {
-    logs.redirect(info.rank);
-    const stall_env env("2", "4");
-    shm_ring comm(std::make_unique<transport::shm>(info));
-    std::vector<float> v(64, 1.0f);
-    comm.allreduce(v, op::sum);
-    if (info.rank == 1) {
+  auto results = three_ranks(logs, "2", "4", [](shm_ring& comm, int rank, std::vector<float>& v) {
+    if (rank == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(600));  // its watchdog posts "returned" first
       stop_for(6);  // continued after the others gave up: its allreduce then fails too
     }
@@ -186,13 +192,8 @@ TEST_CASE("stall inspector over shm: a rank stopped by SIGSTOP is named silent, 
   const auto v = one_verdict(results, "missing: rank 1 (returned from allreduce #1 ");
   CHECK(v.find("silent for ") != std::string::npos);
   CHECK(v.find("(stopped, or its host unreachable)") != std::string::npos);
-  for (int r : {0, 2}) {
-    const auto log = logs.of(r);
-    INFO("rank " << r << "'s log: " << log);
-    CHECK(log.find("warn: stall: allreduce #2 has waited 2.") != std::string::npos);
-    CHECK(log.find("missing: rank 1 (returned from allreduce #1 ") != std::string::npos);
-    CHECK(log.find("(stopped, or its host unreachable)") != std::string::npos);
-  }
+  both_warned(logs, {"allreduce #2 has waited 2.", "missing: rank 1 (returned from allreduce #1 ",
+                     "(stopped, or its host unreachable)"});
 }
 
 TEST_CASE("a rank calling a different blocking collective is a mismatch on every rank at once, not a stall") {

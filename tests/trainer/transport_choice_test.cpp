@@ -91,9 +91,9 @@ TEST_CASE("transport_from_env: TUTTI_TRANSPORT overrides the launcher; an unknow
     CHECK(transport_from_env().kind == transport_kind::shm);
   }
   {
-    launcher_env env({{"TUTTI_TRANSPORT", "ucx"}});
+    launcher_env env({{"TUTTI_TRANSPORT", "ucx"}, {"RANK", "3"}, {"WORLD_SIZE", "4"}});
     CHECK_THROWS_WITH_AS(transport_from_env(),
-                         "TUTTI_TRANSPORT='ucx' is not a transport a program can choose at run time: shm or multi_node "
+                         "rank 3: TUTTI_TRANSPORT='ucx' is not a transport a program can choose at run time: shm or multi_node "
                          "(unset: multi_node when the launcher spreads the job over hosts, else shm)",
                          tutti::invalid_argument);
   }

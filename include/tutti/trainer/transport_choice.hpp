@@ -17,6 +17,7 @@
 #include "tutti/bootstrap/rank_info.hpp"
 #include "tutti/core/config.hpp"
 #include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 
 namespace tutti::trainer {
 
@@ -33,7 +34,7 @@ struct transport_decision {
   if (auto v = config::raw("TUTTI_TRANSPORT")) {
     if (*v == "shm") return {transport_kind::shm, "TUTTI_TRANSPORT=shm"};
     if (*v == "multi_node") return {transport_kind::multi_node, "TUTTI_TRANSPORT=multi_node"};
-    throw invalid_argument("TUTTI_TRANSPORT='" + *v +
+    throw invalid_argument(on_rank(rank_info_from_env().rank) + "TUTTI_TRANSPORT='" + *v +
                            "' is not a transport a program can choose at run time: shm or multi_node "
                            "(unset: multi_node when the launcher spreads the job over hosts, else shm)");
   }
