@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "tutti/bootstrap/job_name.hpp"
+#include "tutti_run/command_line.hpp"
 
 extern char** environ;
 
@@ -101,9 +102,6 @@ constexpr std::string_view help_text =
     "interrupted; 1 when a rank failed and no restart was left (the last failure is said); 2 on\n"
     "bad usage.\n";
 
-constexpr int max_ranks = 65536;
-constexpr int max_restarts = 1000;
-constexpr double max_grace = 24 * 3600;
 constexpr std::size_t read_chunk = 64 * 1024;
 constexpr std::size_t max_partial_line = 64 * 1024;  //!< a longer line is written in pieces
 constexpr std::size_t drain_limit = 4 << 20;         //!< bytes read from a pipe after its rank exits
@@ -141,6 +139,8 @@ void write_all(sink& s, std::string_view data) {
 
 void say(const std::string& message) { write_all(sinks[1], "tutti-run: " + message + "\n"); }
 
+using tutti::run_tool::options;
+
 [[noreturn]] void usage_error(const std::string& why) {
   write_all(sinks[1], "tutti-run: " + why + "\n" + std::string(synopsis) +
                           "Try 'tutti-run --help' for more information.\n");
@@ -170,19 +170,6 @@ std::string seconds_text(double s) {
 // ---------------------------------------------------------------------------------------------
 // Command line.
 
-struct options {
-  int ranks = 0;
-  int ranks_per_node = 0;  //!< 0: one node, TUTTI_NODE_ID left as it is
-  bool bind_cores = false;  //!< --bind core: rank k on the (k mod C)-th allowed CPU
-  std::string job_id;
-  bool job_id_given = false;
-  double grace_seconds = 3.0;
-  double linger_seconds = 2.0;
-  bool prefix = true;
-  int max_restarts = 0;  //!< --max-restarts: whole-job restarts after a failure
-  bool launcher = false;  //!< --launcher: the command starts the whole job itself (one "rank", no variables)
-  char** command = nullptr;  //!< prog and its arguments, null-terminated (a tail of argv)
-};
 
 //! "j" + the launcher's pid + 64 random bits, in fixed-width hex: unique between concurrent
 //! launches (distinct pids) and, thanks to the random part, across pid namespaces and reboots.
@@ -237,103 +224,6 @@ std::uint16_t free_loopback_port() {
     port = ntohs(a.sin_port);
   ::close(fd);
   return port;
-}
-
-//! An option's whole value as an integer in [lo, hi], else the usage error "NAME takes WHAT from
-//! LO to HI, got 'VALUE'".
-int count_option(std::string_view name, std::string_view value, const char* what, int lo, int hi) {
-  int k = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), k);
-  if (ec != std::errc{} || end != value.data() + value.size() || k < lo || k > hi)
-    usage_error(std::string(name) + " takes " + what + " from " + std::to_string(lo) + " to " + std::to_string(hi) +
-                ", got '" + std::string(value) + "'");
-  return k;
-}
-
-options parse_command_line(int argc, char** argv) {
-  options opt;
-  bool have_ranks = false;
-  int i = 1;
-  for (; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (arg.size() < 2 || arg[0] != '-') break;  // the program
-    if (arg == "-h" || arg == "--help") {
-      write_all(sinks[0], std::string(synopsis) + "\n" + std::string(help_text));
-      std::exit(0);
-    }
-    if (arg == "--no-prefix") {
-      opt.prefix = false;
-      continue;
-    }
-    if (arg == "--launcher") {
-      opt.launcher = true;
-      continue;
-    }
-    // Options with a value: "-n 4", "-n4", "--grace 1", "--grace=1".
-    std::string_view name = arg;
-    std::string_view value;
-    bool inline_value = false;
-    if (arg.starts_with("--")) {
-      if (const auto eq = arg.find('='); eq != std::string_view::npos) {
-        name = arg.substr(0, eq);
-        value = arg.substr(eq + 1);
-        inline_value = true;
-      }
-    } else if (arg.starts_with("-n") && arg.size() > 2) {
-      name = "-n";
-      value = arg.substr(2);
-      inline_value = true;
-    }
-    if (name != "-n" && name != "--job-id" && name != "--grace" && name != "--linger" && name != "--ranks-per-node" &&
-        name != "--bind" && name != "--max-restarts")
-      usage_error("unknown option '" + std::string(arg) + "'");
-    if (!inline_value) {
-      if (i + 1 >= argc) usage_error("option " + std::string(name) + " needs a value");
-      value = argv[++i];
-    }
-    if (name == "-n") {
-      opt.ranks = count_option(name, value, "a number of ranks", 1, max_ranks);
-      have_ranks = true;
-    } else if (name == "--ranks-per-node") {
-      opt.ranks_per_node = count_option(name, value, "a number", 1, max_ranks);
-    } else if (name == "--max-restarts") {
-      opt.max_restarts = count_option(name, value, "a number", 0, max_restarts);
-    } else if (name == "--bind") {
-      if (value != "core" && value != "none") usage_error("--bind takes core or none, got '" + std::string(value) + "'");
-      opt.bind_cores = value == "core";
-    } else if (name == "--job-id") {
-      if (!tutti::job_name::valid(value))
-        usage_error(std::string("--job-id takes ") + tutti::job_name::rule + ", got '" + std::string(value) + "'");
-      opt.job_id = value;
-      opt.job_id_given = true;
-    } else {  // --grace, --linger
-      const std::string text(value);
-      char* end = nullptr;
-      errno = 0;
-      const double g = text.empty() ? -1 : std::strtod(text.c_str(), &end);
-      if (text.empty() || errno != 0 || *end != '\0' || !std::isfinite(g) || g < 0 || g > max_grace)
-        usage_error(std::string(name) + " takes a number of seconds from 0 to " + std::to_string(int(max_grace)) +
-                    ", got '" + text + "'");
-      (name == "--grace" ? opt.grace_seconds : opt.linger_seconds) = g;
-    }
-  }
-  if (opt.launcher) {
-    if (have_ranks || opt.ranks_per_node || opt.bind_cores || opt.job_id_given)
-      usage_error("--launcher runs one command that starts the job itself: -n, --ranks-per-node, --bind and --job-id "
-                  "are its to decide");
-    opt.ranks = 1;
-    opt.prefix = false;
-  } else if (!have_ranks) {
-    usage_error("missing -n N, the number of ranks");
-  }
-  if (i >= argc) usage_error("no program to run");
-  opt.command = argv + i;
-  if (!opt.job_id_given) opt.job_id = fresh_job_id();
-  return opt;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -851,7 +741,17 @@ void ensure_standard_fds_open() {
 
 int main(int argc, char** argv) {
   ensure_standard_fds_open();
-  options opt = parse_command_line(argc, argv);
+  options opt;
+  try {
+    opt = tutti::run_tool::parse_command_line(argc, argv);
+  } catch (const tutti::run_tool::usage_failure& e) {
+    usage_error(e.what());
+  }
+  if (opt.help) {
+    write_all(sinks[0], std::string(synopsis) + "\n" + std::string(help_text));
+    return 0;
+  }
+  if (!opt.job_id_given) opt.job_id = fresh_job_id();
   install_signal_handlers();
   for (int restart = 0;; ++restart) {
     job j(opt, restart);

@@ -93,8 +93,12 @@ inline bool launcher_present(const launcher_vars& l) {
 [[nodiscard]] inline rank_info rank_info_from_env() {
   constexpr long long big = 1 << 24;
   rank_info info;
+  std::string read_from;  // "TUTTI_RANK=3, TUTTI_WORLD_SIZE=8, ...": what a refusal names
   for (const auto& l : detail::launchers) {
     if (!detail::launcher_present(l)) continue;
+    for (const char* v : {l.rank, l.size, l.local_rank, l.local_size})
+      if (const auto value = v ? config::raw(v) : std::nullopt)
+        read_from += (read_from.empty() ? "" : ", ") + std::string(v) + "=" + *value;
     info.launcher = l.name;
     info.rank = static_cast<int>(config::integer(l.rank, 0, 0, big));
     info.world_size = static_cast<int>(config::integer(l.size, 1, 0, big));
@@ -107,7 +111,11 @@ inline bool launcher_present(const launcher_vars& l) {
   }
   info.job_id = job_id_from_env();
   info.node_id = node_id_from_env();
-  info.validate();
+  try {
+    info.validate();
+  } catch (const invalid_argument& e) {
+    throw invalid_argument(std::string(e.what()) + " (from " + info.launcher + "'s variables " + read_from + ")");
+  }
   return info;
 }
 

@@ -218,10 +218,13 @@ class checkpoint_reader {
   //! a whole checkpoint of this format: "checkpoint <path>: truncated (ends at byte 812 of a section
   //! announcing 4096)", "...: checksum mismatch (corrupt)", "...: not a tutti checkpoint",
   //! "...: format version 7, this build reads 1"; tutti::error when it cannot be read at all.
-  [[nodiscard]] static checkpoint_reader open(const std::filesystem::path& path) {
+  [[nodiscard]] static checkpoint_reader open(const std::filesystem::path& path) { return from_bytes(read_file(path), path); }
+
+  //! The same checks over bytes already in memory; `path` only names them in messages.
+  [[nodiscard]] static checkpoint_reader from_bytes(std::vector<std::byte> bytes, const std::filesystem::path& path) {
     checkpoint_reader r;
     r.path_ = path;
-    r.bytes_ = read_file(path);
+    r.bytes_ = std::move(bytes);
     r.parse();
     return r;
   }

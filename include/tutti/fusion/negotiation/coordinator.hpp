@@ -117,10 +117,13 @@ class coordinator {
       std::size_t index, bytes;
     };
     std::vector<open_batch> open;
-    for (const auto& [id, meta] : ids) {
+    for (const auto& entry : ids) {
+      const auto& [id, meta] = entry;
       const std::size_t bytes = (meta.bytes() + 63) / 64 * 64;
-      auto it = std::find_if(open.begin(), open.end(),
-                             [&](const open_batch& b) { return b.type == meta.type && b.reduction == meta.reduction; });
+      // By entry, not the binding: clang before 16 cannot capture a structured binding.
+      auto it = std::find_if(open.begin(), open.end(), [&](const open_batch& b) {
+        return b.type == entry.second.type && b.reduction == entry.second.reduction;
+      });
       if (it != open.end() && it->bytes + bytes <= threshold) {
         out[it->index].push_back(id);
         it->bytes += bytes;
