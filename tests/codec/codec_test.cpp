@@ -3,6 +3,7 @@
 //! int8 and a 16-bit running sum must both be caught.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -37,12 +38,18 @@ std::vector<float> values(std::size_t n, unsigned seed) {
   return v;
 }
 
-//! Largest |x * scale| of x's block (block = 0: the whole vector is one block, as for fp16/bf16).
-float block_max(const std::vector<float>& x, std::size_t i, std::size_t block, float scale) {
-  const std::size_t first = block ? i / block * block : 0, last = block ? std::min(first + block, x.size()) : x.size();
-  float m = 0;
-  for (std::size_t j = first; j < last; ++j) m = std::max(m, std::fabs(x[j] * scale));
-  return m;
+//! Largest |x[j] * scale| of the block holding each element (block = 0: the whole vector is one
+//! block, as for fp16/bf16), computed once per block: one pass, not one per element.
+std::vector<float> block_maxima(const std::vector<float>& x, std::size_t block, float scale) {
+  const std::size_t size = block ? block : std::max<std::size_t>(x.size(), 1);
+  std::vector<float> out(x.size());
+  for (std::size_t first = 0; first < x.size(); first += size) {
+    const std::size_t last = std::min(first + size, x.size());
+    float m = 0;
+    for (std::size_t j = first; j < last; ++j) m = std::max(m, std::fabs(x[j] * scale));
+    std::fill(out.begin() + static_cast<std::ptrdiff_t>(first), out.begin() + static_cast<std::ptrdiff_t>(last), m);
+  }
+  return out;
 }
 
 template <class Codec>
@@ -59,9 +66,10 @@ std::size_t round_trip_violations(const std::vector<float>& x, float scale, std:
   Codec::encode(x.data(), x.size(), scale, wire.data());
   Codec::decode(wire.data(), x.size(), back.data());
   std::size_t bad = 0;
+  const auto maxima = block_maxima(x, block_of<Codec>(), scale);
   for (std::size_t i = 0; i < x.size(); ++i) {
     const float y = x[i] * scale;
-    const float bound = Codec::max_error(y, block_max(x, i, block_of<Codec>(), scale));
+    const float bound = Codec::max_error(y, maxima[i]);
     if (!(std::fabs(back[i] - y) <= bound)) {
       if (!bad++) first = "element " + std::to_string(i) + ": " + std::to_string(y) + " came back as " +
                           std::to_string(back[i]) + " (bound " + std::to_string(bound) + ")";
@@ -82,9 +90,10 @@ std::size_t accumulation_violations(int k, std::size_t n, Add&& add) {
     const auto x = values(n, 1000u + static_cast<unsigned>(c));
     Codec::encode(x.data(), n, 1.0f, wire.data());
     add(wire.data(), n, acc.data());
+    const auto maxima = block_maxima(x, block_of<Codec>(), 1.0f);
     for (std::size_t i = 0; i < n; ++i) {
       exact[i] += x[i];
-      bound[i] += Codec::max_error(x[i], block_max(x, i, block_of<Codec>(), 1.0f)) + std::fabs(exact[i]) * 0x1p-23;
+      bound[i] += Codec::max_error(x[i], maxima[i]) + std::fabs(exact[i]) * 0x1p-23;
     }
   }
   std::size_t bad = 0;

@@ -81,7 +81,9 @@ inline double matern52(const double* a, const double* b, const gp_hyper& h) {
 //! A GP conditioned on samples (columns of x) with normalised scores y.
 struct gp_model {
   gp_hyper hyper;
-  Eigen::LLT<Eigen::MatrixXd> llt;  //!< of K + noise I (+ jitter)
+  //! Of K + noise I (+ jitter). Made from an empty matrix, not default-constructed: Eigen 3.4's
+  //! default LLT leaves info() uninitialised, and moving one (fit's swap) reads it (UBSan found it).
+  Eigen::LLT<Eigen::MatrixXd> llt{Eigen::MatrixXd(0, 0)};
   Eigen::VectorXd alpha;            //!< (K + noise I)^-1 y
   double log_likelihood = -std::numeric_limits<double>::infinity();
 };

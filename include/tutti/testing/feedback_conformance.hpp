@@ -87,15 +87,15 @@ std::size_t feedback_allreduce_failures(std::string& log_text, std::vector<int> 
               const std::size_t bytes = count * sizeof(float);
               if (in_place) {
                 out.reset(bytes, 0);
-                std::memcpy(out.data(), x.data(), bytes);
+                if (bytes) std::memcpy(out.data(), x.data(), bytes);  // count 0: both may be null
                 comm.allreduce(tensor_view(out.data(), count, dtype::f32), o, feedback);
               } else {
                 in.reset(bytes, 0);
-                std::memcpy(in.data(), x.data(), bytes);
+                if (bytes) std::memcpy(in.data(), x.data(), bytes);
                 out.reset(bytes, output_fill);
                 comm.allreduce(const_tensor_view(in.data(), count, dtype::f32), tensor_view(out.data(), count, dtype::f32),
                                o, feedback);
-                input_intact = std::memcmp(in.data(), x.data(), bytes) == 0 && in.guards_intact();
+                input_intact = (bytes == 0 || std::memcmp(in.data(), x.data(), bytes) == 0) && in.guards_intact();
               }
               verify(log, r, name + " step " + std::to_string(t), 0, 0, out.guards_intact(), input_intact);
               hashes[static_cast<std::size_t>(t) * n + rr] = hash_bytes(out.data(), bytes);

@@ -31,12 +31,8 @@ class inproc {
   //! Handle to a posted operation; empty once waited on (or tested complete).
   using request = request_handle<inproc_detail::op_state>;
 
-  inproc(std::shared_ptr<fabric> f, int rank) : fabric_(std::move(f)), rank_(rank) {
-    if (!fabric_) throw invalid_argument("transport::inproc: null fabric");
-    if (rank < 0 || rank >= fabric_->world_size())
-      throw invalid_argument("transport::inproc: rank " + std::to_string(rank) + " is outside [0, " +
-                             std::to_string(fabric_->world_size()) + ")");
-  }
+  //! The fabric and rank are checked before any member uses them (board_ reads the fabric).
+  inproc(std::shared_ptr<fabric> f, int rank) : fabric_(checked(std::move(f), rank)), rank_(rank) {}
   inproc(const inproc&) = delete;
   inproc& operator=(const inproc&) = delete;
 
@@ -175,6 +171,14 @@ class inproc {
     const std::string what = describe(*r.op) + ": rank " + std::to_string(peer) + " left (peer lost)";
     abandon(r);
     throw peer_lost(peer, what);
+  }
+
+  static std::shared_ptr<fabric> checked(std::shared_ptr<fabric> f, int rank) {
+    if (!f) throw invalid_argument("transport::inproc: null fabric");
+    if (rank < 0 || rank >= f->world_size())
+      throw invalid_argument("transport::inproc: rank " + std::to_string(rank) + " is outside [0, " +
+                             std::to_string(f->world_size()) + ")");
+    return f;
   }
 
   [[nodiscard]] std::string describe(const inproc_detail::op_state& op) const {
