@@ -17,14 +17,9 @@
 
 #include "tutti/core/error.hpp"
 #include "tutti/trainer/checkpoint.hpp"
+#include "require.hpp"
 
-namespace {
-
-void require(bool ok) {
-  if (!ok) __builtin_trap();
-}
-
-}  // namespace
+using tutti_fuzz::require;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;

@@ -10,14 +10,9 @@
 
 #include "tutti/core/error.hpp"
 #include "tutti/trainer/config.hpp"
+#include "require.hpp"
 
-namespace {
-
-void require(bool ok) {
-  if (!ok) __builtin_trap();
-}
-
-}  // namespace
+using tutti_fuzz::require;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

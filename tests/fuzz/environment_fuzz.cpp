@@ -27,12 +27,11 @@
 #include "tutti/trainer/transport_choice.hpp"
 #include "tutti/transport/shm/options.hpp"
 #include "tutti/transport/ucx/options.hpp"
+#include "require.hpp"
 
 namespace {
 
-void require(bool ok) {
-  if (!ok) __builtin_trap();
-}
+using tutti_fuzz::require;
 
 constexpr std::array<const char*, 44> variables{
     "TUTTI_TIMEOUT", "TUTTI_CHUNK_BYTES", "TUTTI_CHECK", "TUTTI_STALL_TIMEOUT", "TUTTI_STALL_WARN",

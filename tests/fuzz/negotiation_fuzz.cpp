@@ -12,12 +12,11 @@
 
 #include "tutti/core/error.hpp"
 #include "tutti/fusion/negotiation/messages.hpp"
+#include "require.hpp"
 
 namespace {
 
-void require(bool ok) {
-  if (!ok) __builtin_trap();
-}
+using tutti_fuzz::require;
 
 template <class Decode>
 void check(std::span<const std::byte> in, Decode decode) {

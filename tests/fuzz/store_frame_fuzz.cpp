@@ -13,14 +13,13 @@
 #include <vector>
 
 #include "tutti/bootstrap/tcp_store/messages.hpp"
+#include "require.hpp"
 
 namespace wire = tutti::bootstrap::tcp_wire;
 
 namespace {
 
-void require(bool ok) {
-  if (!ok) __builtin_trap();
-}
+using tutti_fuzz::require;
 
 std::vector<unsigned char> encode_reply(const wire::reply& r) {
   wire::frame_builder f(r.type);

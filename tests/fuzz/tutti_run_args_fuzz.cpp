@@ -9,14 +9,9 @@
 #include <vector>
 
 #include "tutti_run/command_line.hpp"
+#include "require.hpp"
 
-namespace {
-
-void require(bool ok) {
-  if (!ok) __builtin_trap();
-}
-
-}  // namespace
+using tutti_fuzz::require;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::vector<std::string> words{"tutti-run"};
