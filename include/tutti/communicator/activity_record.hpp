@@ -81,6 +81,13 @@ struct activity_record {
   }
 };
 
+//! Every rank's post decoded (nullopt where a rank posted none, or something unreadable).
+[[nodiscard]] inline std::vector<std::optional<activity_record>> decode_all(const std::vector<std::string>& posts) {
+  std::vector<std::optional<activity_record>> records;
+  for (const auto& p : posts) records.push_back(activity_record::decode(p));
+  return records;
+}
+
 //! What a rank was doing, in words; `timed` false gives the same words without durations (to group
 //! ranks doing the same thing).
 [[nodiscard]] inline std::string describe_activity(const activity_record& r, std::int64_t now,
@@ -138,8 +145,7 @@ struct activity_record {
 [[nodiscard]] inline std::string diagnose(int self, bool fused, std::uint64_t word, std::int64_t since,
                                           std::int64_t now, std::int64_t silent_after,
                                           const std::vector<std::string>& posts) {
-  std::vector<std::optional<activity_record>> records;
-  for (const auto& p : posts) records.push_back(activity_record::decode(p));
+  const auto records = decode_all(posts);
   std::vector<int> there, silent_there, missing;
   for (int r = 0; r < static_cast<int>(records.size()); ++r) {
     const auto& rec = records[static_cast<std::size_t>(r)];
@@ -164,8 +170,7 @@ struct activity_record {
 [[nodiscard]] inline std::string diagnose_tensor(int self, const std::string& tensor, std::int64_t since,
                                                  std::int64_t now, std::int64_t silent_after,
                                                  const std::vector<std::string>& posts) {
-  std::vector<std::optional<activity_record>> records;
-  for (const auto& p : posts) records.push_back(activity_record::decode(p));
+  const auto records = decode_all(posts);
   std::vector<int> same, others;
   for (int r = 0; r < static_cast<int>(records.size()); ++r) {
     const auto& rec = records[static_cast<std::size_t>(r)];

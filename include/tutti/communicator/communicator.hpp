@@ -397,30 +397,32 @@ class communicator {
     try {
       body();
     } catch (const mismatch& e) {
-      if (auto verdict = inspector_ ? inspector_->decided() : std::nullopt) {  // a late rank meets a stall's wreck
-        fail(d, verdict->c_str());
-        throw timeout(where(d) + during + "the job stalled: " + *verdict + "; here: " + e.what());
-      }
+      throw_if_stalled(d, during, e);  // a late rank meets a stall's wreck
       throw;  // found before any data moved, identically on every rank: the communicator stays usable
     } catch (const invalid_argument&) {
       throw;
     } catch (const peer_lost& e) {
-      if (auto verdict = inspector_ ? inspector_->decided() : std::nullopt) {  // a rank gave up on a stall
-        fail(d, verdict->c_str());
-        throw timeout(where(d) + during + "the job stalled: " + *verdict + "; here: " + e.what());
-      }
+      throw_if_stalled(d, during, e);  // the peer gave up on a stall
       const auto [peer, what] = detail::first_loss(*transport_, e);  // before fail(): our abort is what peers see next
       fail(d, what.c_str());
       throw peer_lost(peer, where(d) + during + what);
     } catch (const timeout& e) {
       // The first rank to time out decides who is stuck; every rank says the same (stall_inspector.hpp).
-      const std::string verdict = inspector_ ? "the job stalled: " + inspector_->verdict(d) + "; here: " : "";
+      const std::string verdict = inspector_ ? detail::stalled_text(inspector_->verdict(d)) : "";
       fail(d, e.what());
       throw timeout(where(d) + during + verdict + e.what());
     } catch (const error& e) {
       fail(d, e.what());
       throw transport_error(where(d) + during + e.what());
     }
+  }
+
+  //! Once a rank has written a stall verdict, any failure here is that stall: fail with its text.
+  void throw_if_stalled(const collective_descriptor& d, const char* during, const std::exception& e) {
+    const auto verdict = inspector_ ? inspector_->decided() : std::nullopt;
+    if (!verdict) return;
+    fail(d, verdict->c_str());
+    throw timeout(where(d) + during + detail::stalled_text(*verdict) + e.what());
   }
 
   void fail(const collective_descriptor& d, const char* what) {

@@ -40,6 +40,11 @@
 
 namespace tutti::detail {
 
+//! How every rank's error begins once the job stalled: the verdict, then what this rank saw.
+[[nodiscard]] inline std::string stalled_text(const std::string& verdict) {
+  return "the job stalled: " + verdict + "; here: ";
+}
+
 class stall_inspector {
  public:
   using clock = std::chrono::steady_clock;
@@ -65,9 +70,11 @@ class stall_inspector {
   ~stall_inspector() { stop(); }
 
   //! The collective path: `d` entered (and left) on the calling thread, the engine's or another.
-  void enter(const collective_descriptor& d) noexcept { word(d).store(packed(d, call_state::inside), std::memory_order_relaxed); }
+  void enter(const collective_descriptor& d) noexcept {
+    view(d).word.store(packed(d, call_state::inside), std::memory_order_relaxed);
+  }
   void leave(const collective_descriptor& d, bool failed) noexcept {
-    word(d).store(packed(d, failed ? call_state::failed : call_state::returned), std::memory_order_relaxed);
+    view(d).word.store(packed(d, failed ? call_state::failed : call_state::returned), std::memory_order_relaxed);
   }
 
   //! Where the oldest tensor of allreduce_async comes from, once the engine runs.
@@ -79,13 +86,12 @@ class stall_inspector {
   //! At `d`'s deadline: the job's verdict, written by the first rank to ask, read by the others.
   [[nodiscard]] std::string verdict(const collective_descriptor& d) {
     const std::uint64_t w = packed(d, call_state::inside);
-    const bool fused = tags::is_fused(d.sequence);
     std::int64_t since = 0;  // unknown when the watchdog never saw this collective
     {
       std::lock_guard lock(mutex_);
-      if ((fused ? seen_fused_ : seen_call_) == w) since = fused ? fused_since_ : call_since_;
+      if (view(d).seen == w) since = view(d).since;
     }
-    const std::string mine = diagnosis(fused, w, since);
+    const std::string mine = diagnosis(tags::is_fused(d.sequence), w, since);
     if (!board_) return mine;
     try {
       return board_->decide(mine, deadline::after(std::chrono::seconds(2)));
@@ -116,8 +122,14 @@ class stall_inspector {
   }
 
  private:
-  [[nodiscard]] std::atomic<std::uint64_t>& word(const collective_descriptor& d) noexcept {
-    return tags::is_fused(d.sequence) ? fused_ : call_;
+  //! One thread's collectives: the word the collective path stores, and what the watchdog saw of it.
+  struct thread_view {
+    std::atomic<std::uint64_t> word{0};  //!< pack_call, written by the collective path
+    std::uint64_t seen = 0;              //!< the word as the watchdog last read it (under mutex_)
+    std::int64_t since = 0;              //!< when it read it changed (under mutex_)
+  };
+  [[nodiscard]] thread_view& view(const collective_descriptor& d) noexcept {
+    return views_[tags::is_fused(d.sequence) ? 1 : 0];
   }
   [[nodiscard]] static std::uint64_t packed(const collective_descriptor& d, call_state s) noexcept {
     return pack_call(tags::call_number(d.sequence), d.kind, s);
@@ -149,16 +161,19 @@ class stall_inspector {
 
   void loop() {
     std::unique_lock lock(mutex_);
-    std::int64_t next_call_warn = 0, next_fused_warn = 0;
+    std::int64_t next_warn[2] = {0, 0};  // by views_ index
     std::string tensor_warned;
     while (!stopping_) {
       const auto now = wall_ms();
+      for (int f = 0; f < 2; ++f) {
+        thread_view& v = views_[f];
+        const auto w = v.word.load(std::memory_order_relaxed);
+        if (w != v.seen) v.seen = w, v.since = now, next_warn[f] = now + warn_ms_;
+      }
       activity_record r;
-      r.call = call_.load(std::memory_order_relaxed);
-      r.fused = fused_.load(std::memory_order_relaxed);
-      if (r.call != seen_call_) seen_call_ = r.call, call_since_ = now, next_call_warn = now + warn_ms_;
-      if (r.fused != seen_fused_) seen_fused_ = r.fused, fused_since_ = now, next_fused_warn = now + warn_ms_;
-      r.call_since = call_since_, r.fused_since = fused_since_, r.posted = now;
+      r.call = views_[0].seen, r.call_since = views_[0].since;
+      r.fused = views_[1].seen, r.fused_since = views_[1].since;
+      r.posted = now;
       const auto oldest = tensors_ ? tensors_() : std::nullopt;
       if (oldest) {
         r.tensor = oldest->first;
@@ -172,13 +187,11 @@ class stall_inspector {
           // the store is out of reach; peers will see this rank as silent, which it is to them
         }
       }
-      if (state_of(r.call) == call_state::inside && now >= next_call_warn) {
-        log(log_level::warn, rank_, "stall: " + diagnosis(false, r.call, r.call_since) + " (TUTTI_STALL_WARN)");
-        next_call_warn = now + warn_ms_;
-      }
-      if (state_of(r.fused) == call_state::inside && now >= next_fused_warn) {
-        log(log_level::warn, rank_, "stall: " + diagnosis(true, r.fused, r.fused_since) + " (TUTTI_STALL_WARN)");
-        next_fused_warn = now + warn_ms_;
+      for (int f = 0; f < 2; ++f) {
+        const std::uint64_t w = f ? r.fused : r.call;
+        if (state_of(w) != call_state::inside || now < next_warn[f]) continue;
+        log(log_level::warn, rank_, "stall: " + diagnosis(f == 1, w, f ? r.fused_since : r.call_since) + " (TUTTI_STALL_WARN)");
+        next_warn[f] = now + warn_ms_;
       }
       if (oldest && now - r.tensor_since >= tensor_warn_ms_ && tensor_warned != r.tensor) {
         tensor_warned = r.tensor;
@@ -198,14 +211,12 @@ class stall_inspector {
   transport::activity_board* const board_;
   const std::string transport_name_;
   const std::int64_t warn_ms_, tensor_warn_ms_, period_ms_, silent_after_ms_;
-  std::atomic<std::uint64_t> call_{0}, fused_{0};  //!< pack_call words, written by the collective path
+  thread_view views_[2];  //!< [0] blocking collectives, [1] the fusion engine's
 
-  std::mutex mutex_;  //!< guards what follows
+  std::mutex mutex_;  //!< guards what follows, and views_[].seen and .since
   std::condition_variable wake_;
   bool stopping_ = false;
   tensor_source tensors_;
-  std::uint64_t seen_call_ = 0, seen_fused_ = 0;
-  std::int64_t call_since_ = 0, fused_since_ = 0;
   std::thread thread_;
 };
 
