@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -365,6 +366,56 @@ TEST_CASE("engine: allreduce_async refuses bad arguments at once, naming rank an
     CHECK_THROWS_WITH_AS(comm.allreduce_async("ints", tensor_view(std::span(i)), op::sum),
                          doctest::Contains("allreduce_async 'ints': codec fp16 carries float32 only; got dtype int32"),
                          invalid_argument);
+  });
+}
+
+TEST_CASE("engine: allreduce_async_group queues its tensors together: one round on every rank; refused whole") {
+  run_world<inproc_comm<fusion::threshold<>>>(3, [](auto& comm) {
+    // Each tensor's completion notes the round it finished in (the callback runs on the engine's
+    // thread, possibly just after wait() returns: read it once set).
+    std::array<std::atomic<std::uint64_t>, 4> rounds{};
+    const auto noting = [&comm, &rounds](std::size_t k) {
+      return [&comm, &rounds, k](std::exception_ptr) { rounds[k] = comm.fusion_rounds(); };
+    };
+    const auto round_of = [&rounds](std::size_t k) {
+      for (int i = 0; i < 1000 && rounds[k] == 0; ++i) std::this_thread::sleep_for(1ms);
+      return rounds[k].load();
+    };
+    const auto request = [](const char* name, std::vector<float>& v) {
+      return fusion::tensor_request{name, const_tensor_view(std::span<const float>(v)), tensor_view(std::span(v))};
+    };
+    std::vector<float> a(5, 1.f), b(9, 2.f), c(3, 3.f), d(4, 4.f);
+    // Apart, rank 1 queueing b only once a is reduced: different rounds (the notes tell rounds apart).
+    auto ha = comm.allreduce_async("a", a, op::sum, noting(0));
+    if (comm.rank() == 1) ha.wait();
+    auto hb = comm.allreduce_async("b", b, op::sum, noting(1));
+    ha.wait();
+    hb.wait();
+    CHECK(round_of(0) < round_of(1));
+    // As a group, ranks late by different pauses: one round, whatever the pauses.
+    std::this_thread::sleep_for(std::chrono::milliseconds(7 * comm.rank()));
+    auto hs = comm.allreduce_async_group({request("c", c), request("d", d)}, op::sum, [&](std::exception_ptr) {
+      rounds[rounds[2] == 0 ? 2 : 3] = comm.fusion_rounds();  // one tensor after the other, on one thread
+    });
+    REQUIRE(hs.size() == 2);
+    for (auto& h : hs) h.wait();
+    CHECK(round_of(2) == round_of(3));
+    CHECK(c == std::vector<float>(3, 9.f));
+    CHECK(d == std::vector<float>(4, 12.f));
+    // A refused tensor refuses the group: nothing of it is queued.
+    std::vector<float> e(2), f(3);
+    auto mismatched = request("f", f);
+    mismatched.in = const_tensor_view(std::span<const float>(e));
+    CHECK_THROWS_WITH_AS(comm.allreduce_async_group({request("e", e), mismatched}, op::sum),
+                         doctest::Contains("allreduce_async 'f': send has 2 elements but recv has 3"), invalid_argument);
+    CHECK_THROWS_WITH_AS(comm.allreduce_async_group({request("e", e), request("e", f)}, op::sum),
+                         doctest::Contains("allreduce_async_group: the name 'e' is in the group twice"), invalid_argument);
+    auto pending = comm.allreduce_async("d", d, op::sum);
+    CHECK_THROWS_WITH_AS(comm.allreduce_async_group({request("e", e), request("d", d)}, op::sum),
+                         doctest::Contains("'d': a tensor of this name is already pending on this rank"), invalid_argument);
+    pending.wait();
+    CHECK(comm.allreduce_async_group({}, op::sum).empty());
+    comm.allreduce_async("e", e, op::sum).wait();  // "e" was never queued
   });
 }
 

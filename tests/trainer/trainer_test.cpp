@@ -5,12 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <tutti/fusion/threshold.hpp>
@@ -26,6 +28,16 @@ using namespace tutti::trainer;
 namespace {
 
 constexpr std::size_t inputs = 6, outputs = 3;
+
+//! While set, backward sleeps a random 0 to jitter_us µs before handing over each gradient (drawn
+//! from std::random_device: the timing differs from run to run, as on a loaded machine).
+std::atomic<int> jitter_us{0};
+
+void jitter() {
+  if (jitter_us.load() == 0) return;
+  thread_local std::mt19937 rng(std::random_device{}());
+  std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, jitter_us.load())(rng)));
+}
 
 //! y = W x + b, loss = mean over the batch of ½‖y − t‖². Gradients are written last parameter
 //! first (b, then W), each handed over as soon as it is final, like a real backward pass.
@@ -64,7 +76,9 @@ struct linear_model {
           largest_term = std::max(largest_term, std::abs(static_cast<double>(e * batch.x[r * inputs + i])));
         }
       }
+    jitter();
     ready(1);
+    jitter();
     ready(0);
     return {{"loss", loss / static_cast<double>(batch.n)}};
   }
@@ -110,12 +124,10 @@ struct synthetic_data {
   }
 };
 
-// A 10 ms negotiation cycle: the fusion engine batches the tensors ready when a cycle ends, and the
-// bits of a fused result depend on the batch (where an element sits in ring's segments, which
-// elements top-k keeps). At 200 us a loaded machine let a cycle end between a step's two
-// gradients now and then (1 in 40 runs beside a build), and a resumed run then differed from the
-// uninterrupted one in the last bits. Bit-identical resumption with timing-free batches is issue 22's.
-using comm_t = communicator<transport::inproc, algorithm::ring, fusion::threshold<4096, 10000>>;
+// A 200 us negotiation cycle, so a step's two gradients could land in different rounds: the
+// trainer's fixed buckets (gradient_buckets.hpp) make the fused batches, and so the bits, the same
+// whatever the timing (until they existed, resumed runs differed in the last bits under load).
+using comm_t = communicator<transport::inproc, algorithm::ring, fusion::threshold<4096, 200>>;
 
 // What the trainer takes (concepts.hpp): tutti's communicators, with and without error feedback,
 // and every optimiser of optimizer.hpp. The refusals are tests/trainer/compile_fail/.
@@ -300,7 +312,7 @@ TEST_CASE("trainer: resuming from a checkpoint gives bit-identical final weights
 }
 
 TEST_CASE("trainer: with an error-feedback codec (topk) each rank's residuals are checkpointed; resuming is bit-identical") {
-  using topk_comm = communicator<transport::inproc, algorithm::ring, codec::topk, fusion::threshold<4096, 10000>>;
+  using topk_comm = communicator<transport::inproc, algorithm::ring, codec::topk, fusion::threshold<4096, 200>>;
   const auto dir = std::filesystem::temp_directory_path() / ("tutti-trainer-topk-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   auto o = base_options(24);
@@ -324,6 +336,46 @@ TEST_CASE("trainer: with an error-feedback codec (topk) each rank's residuals ar
   CHECK_THROWS_WITH_AS(train<topk_comm>(3, second), doctest::Contains("feedback-000000000016.rank1, which is missing"),
                        invalid_argument);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("trainer: gradients go to the fusion engine in fixed buckets: reruns are bit-identical whatever the timing") {
+  // Backward hands over its gradients at random moments, so without buckets the engine's rounds
+  // would fuse them differently from run to run (3 ranks: ring's summation order follows the
+  // buffer's layout; topk selects per chunk). Seen failing that way before the buckets.
+  using topk_comm = communicator<transport::inproc, algorithm::ring, codec::topk, fusion::threshold<4096, 200>>;
+  auto o = base_options(24);
+  o.max_batches = 12;
+  jitter_us = 600;
+  const auto a = train(3, o), b = train(3, o);
+  const auto ta = train<topk_comm>(3, o), tb = train<topk_comm>(3, o);
+  jitter_us = 0;
+  CHECK(a.w == b.w);
+  CHECK(a.b == b.b);
+  CHECK(ta.w == tb.w);
+  CHECK(ta.b == tb.b);
+
+  // The buckets are the engine's own cut (coordinator::batch) of backward's order, learnt in the
+  // first step; a bucket goes once all of its gradients are final, buckets in order.
+  gradient_buckets buckets({1000, 10, 2000, 5});  // float counts: 4000, 40, 8000, 20 bytes
+  std::vector<std::vector<std::size_t>> sent;
+  const auto send = [&](const std::vector<std::size_t>& members) { sent.push_back(members); };
+  buckets.new_step(4096);
+  for (std::size_t i : {3u, 2u, 1u, 0u}) buckets.ready(i, send);
+  CHECK(sent.empty());  // the first step holds them to learn the order
+  buckets.backward_done(send);
+  // 20 → 64 B, 8000 alone (more than 4096 with it), 40 → 64 and 4000 fit together: {3}, {2}, {1, 0}
+  CHECK(sent == std::vector<std::vector<std::size_t>>{{3}, {2}, {1, 0}});
+  sent.clear();
+  buckets.new_step(4096);
+  buckets.ready(2, send);
+  CHECK(sent.empty());  // bucket {2} waits for {3}, the one before it
+  buckets.ready(3, send);
+  CHECK(sent == std::vector<std::vector<std::size_t>>{{3}, {2}});
+  buckets.ready(0, send);
+  buckets.ready(1, send);
+  CHECK(sent.size() == 3);
+  buckets.new_step(1 << 20);  // a new threshold (the autotuner's) re-cuts: one bucket
+  CHECK(buckets.buckets() == std::vector<std::vector<std::size_t>>{{3, 2, 1, 0}});
 }
 
 TEST_CASE("trainer: a job whose ranks differ from resources.slots_per_trial is refused on every rank before training") {

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "tutti/codec/concepts.hpp"
 #include "tutti/core/collective.hpp"
 #include "tutti/core/collective_traits.hpp"
 #include "tutti/core/dtype.hpp"
@@ -170,20 +171,29 @@ void check_aliasing(const call_arguments& a, int rank, std::string& bad) {
   }
 }
 
-//! allreduce_async's own checks before anything is queued, except the codec's and aliasing
-//! (this rank only: the engine's negotiation compares ranks).
-inline std::string check_async_shape(const std::string& name, const_tensor_view in, tensor_view out, op o, int world) {
-  if (name.empty()) return "the tensor name is empty";
-  if (!is_valid(in.type)) return "dtype value " + std::to_string(static_cast<int>(in.type)) + " is not a tutti::dtype";
-  if (!is_valid(o)) return "op value " + std::to_string(static_cast<int>(o)) + " is not a tutti::op";
-  if (in.type != out.type)
-    return "send dtype " + std::string(name_of(in.type)) + " differs from recv dtype " + std::string(name_of(out.type));
-  if (in.count != out.count)
-    return "send has " + std::to_string(in.count) + " elements but recv has " + std::to_string(out.count);
-  if ((in.count && !in.data) || (out.count && !out.data)) return "null buffer with a non-zero count";
-  if (in.count > SIZE_MAX / size_of(in.type) / static_cast<std::size_t>(world))
-    return "count " + std::to_string(in.count) + " is too large to address in bytes";
-  return {};
+//! allreduce_async's own checks before anything is queued: an empty text when they pass (this
+//! rank only: the engine's negotiation compares ranks).
+template <class Codec>
+std::string check_async(const std::string& name, const_tensor_view in, tensor_view out, op o, int rank, int world) {
+  const auto shape = [&]() -> std::string {
+    if (name.empty()) return "the tensor name is empty";
+    if (!is_valid(in.type)) return "dtype value " + std::to_string(static_cast<int>(in.type)) + " is not a tutti::dtype";
+    if (!is_valid(o)) return "op value " + std::to_string(static_cast<int>(o)) + " is not a tutti::op";
+    if (in.type != out.type)
+      return "send dtype " + std::string(name_of(in.type)) + " differs from recv dtype " + std::string(name_of(out.type));
+    if (in.count != out.count)
+      return "send has " + std::to_string(in.count) + " elements but recv has " + std::to_string(out.count);
+    if ((in.count && !in.data) || (out.count && !out.data)) return "null buffer with a non-zero count";
+    if (in.count > SIZE_MAX / size_of(in.type) / static_cast<std::size_t>(world))
+      return "count " + std::to_string(in.count) + " is too large to address in bytes";
+    return {};
+  };
+  std::string bad = shape();
+  if constexpr (!Codec::lossless) {
+    if (bad.empty()) bad = lossy_refusal<Codec>(in.type, o);
+  }
+  if (bad.empty()) check_aliasing<collective::allreduce>({in, out, o}, rank, bad);
+  return bad;
 }
 
 }  // namespace tutti::detail

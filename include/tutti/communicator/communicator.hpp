@@ -141,11 +141,10 @@ class communicator {
 
   // ---- allreduce_async: the fusion engine (fusion/engine.hpp) ----------------------------------------
   //! Queues `name`'s tensor for an allreduce and returns at once; the handle completes when every
-  //! rank's copy is reduced (read `out`, or reuse the buffers, only after wait() returns). Every rank
-  //! must enqueue the same names with the same counts, dtypes and ops, in any order and at any time:
-  //! the engine agrees which are ready everywhere and fuses them by the FusionStrategy. A name
-  //! enqueued by some ranks only fails after TUTTI_STALL_TIMEOUT (tutti::timeout naming the missing
-  //! ranks); different counts, dtypes or ops fail with tutti::mismatch naming the tensor. The first
+  //! rank's copy is reduced (read `out`, or reuse the buffers, only after wait()). Every rank enqueues
+  //! the same names, counts, dtypes and ops, in any order and at any time; the engine fuses those ready
+  //! everywhere by the FusionStrategy. A name some ranks never enqueue fails after TUTTI_STALL_TIMEOUT
+  //! (tutti::timeout naming them); different counts, dtypes or ops with tutti::mismatch. The first
   //! call starts the engine on every rank (start_fusion_engine()).
   fusion::handle allreduce_async(std::string name, const_tensor_view in, tensor_view out, op o,
                                  fusion::completion::callback done = {}) {
@@ -160,6 +159,16 @@ class communicator {
   fusion::handle allreduce_async(std::string name, R&& inout, op o, fusion::completion::callback done = {}) {
     static_assert(sizeof(detail::check_codec_element<codec_type, std::ranges::range_value_t<R>>) > 0);
     return allreduce_async(std::move(name), view_of(inout), o, std::move(done));
+  }
+  //! Tensors queued together (Horovod's grouped_allreduce): each rank's copies become ready in one
+  //! round and are batched in this order, so a fixed grouping reduces to the same bits whatever the
+  //! timing (trainer/gradient_buckets.hpp). A refused tensor refuses the group; `done` runs per tensor.
+  std::vector<fusion::handle> allreduce_async_group(std::vector<fusion::tensor_request> group, op o,
+                                                   const fusion::completion::callback& done = {}) {
+    for (const auto& t : group) check_async(t.name, t.in, t.out, o);
+    if (group.empty()) return {};
+    start_fusion_engine();
+    return engine_.engine->enqueue_group(group, o, done);
   }
 
   //! Starts the fusion engine now (allreduce_async does on its first call). Collective: every rank
@@ -190,16 +199,15 @@ class communicator {
     return fusion::settings_from_env<fusion_type>(options_.stall_timeout, options_.timeout).initial;
   }
   //! With an error-feedback codec (topk, onebit), allreduce_async keeps one residual per tensor name
-  //! on each rank: this rank's, for a checkpoint (call it when no tensor is pending).
+  //! on each rank: this rank's, for a checkpoint (call it when no tensor is pending); restored after
+  //! a restart (before or after the engine starts).
   [[nodiscard]] std::map<std::string, std::vector<float>> fusion_feedback_state() const {
     return engine_.engine ? engine_.engine->feedback_state() : restored_feedback_;
   }
-  //! Gives the residuals back after a restart (before or after the engine starts).
   void restore_fusion_feedback(std::map<std::string, std::vector<float>> state) {
     if (engine_.engine) engine_.engine->restore_feedback(state);
     else restored_feedback_ = std::move(state);
   }
-
   //! Negotiation rounds the engine has run (0 before it starts): for tests and diagnostics.
   [[nodiscard]] std::uint64_t fusion_rounds() const noexcept { return engine_.engine ? engine_.engine->rounds() : 0; }
 
@@ -243,9 +251,7 @@ class communicator {
   void barrier() { call<collective::barrier>({}); }
 
   //! The run-time control of an algorithm that has one, made by its prepare (tuned<...>: docs/algorithms.md).
-  [[nodiscard]] auto& algorithm_control()
-    requires requires { typename algorithm_type::control; }
-  {
+  [[nodiscard]] auto& algorithm_control() requires requires { typename algorithm_type::control; } {
     using control = typename algorithm_type::control;
     return algorithm_state_.template get<control>([this]() -> std::shared_ptr<control> {
       throw error(on_rank(rank()) + "algorithm_control(): " + std::string(algorithm_type::name) + " made no control");
@@ -283,14 +289,8 @@ class communicator {
     inspector_ = detail::make_stall_inspector(*transport_, options_.stall_warn, options_.stall_timeout);
   }
 
-  //! allreduce_async's own argument checks, before anything is queued (this rank only: the engine's
-  //! negotiation compares ranks).
-  void check_async(const std::string& name, const_tensor_view in, tensor_view out, op o) {
-    std::string bad = detail::check_async_shape(name, in, out, o, size());
-    if constexpr (!codec_type::lossless) {
-      if (bad.empty()) bad = lossy_refusal<codec_type>(in.type, o);
-    }
-    if (bad.empty()) detail::check_aliasing<collective::allreduce>({in, out, o}, rank(), bad);
+  void check_async(const std::string& name, const_tensor_view in, tensor_view out, op o) {  // before anything is queued
+    const auto bad = detail::check_async<codec_type>(name, in, out, o, rank(), size());
     if (!bad.empty()) throw invalid_argument(on_rank(rank()) + "allreduce_async '" + name + "': " + bad);
   }
 

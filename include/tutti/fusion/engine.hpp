@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -74,17 +75,33 @@ class engine {
 
   //! Queues a tensor; the handle completes once every rank's copy is reduced (or failed).
   handle enqueue(std::string name, const_tensor_view in, tensor_view out, op o, completion::callback cb) {
-    auto state = std::make_shared<completion>(name, std::move(cb));
-    {
-      std::lock_guard lock(mutex_);
-      if (dead_) std::rethrow_exception(prefixed(dead_, on_rank(rank_) + "allreduce_async '" + name + "': "));
-      if (!in_use_.emplace(name, clock::now()).second)
-        throw invalid_argument(on_rank(rank_) + "allreduce_async '" + name +
+    tensor_request one{std::move(name), in, out};
+    return std::move(enqueue_group(std::span(&one, 1), o, std::move(cb)).front());
+  }
+
+  //! Queues the tensors together: all or none (a name already pending refuses the group), in one
+  //! report, so every rank's copies become ready in one round and are batched in their order.
+  std::vector<handle> enqueue_group(std::span<tensor_request> group, op o, const completion::callback& cb) {
+    std::vector<handle> handles;
+    if (group.empty()) return handles;
+    std::lock_guard lock(mutex_);
+    if (dead_) std::rethrow_exception(prefixed(dead_, on_rank(rank_) + "allreduce_async '" + group.front().name + "': "));
+    std::unordered_set<std::string_view> names;
+    for (const auto& t : group) {
+      if (in_use_.count(t.name))
+        throw invalid_argument(on_rank(rank_) + "allreduce_async '" + t.name +
                                "': a tensor of this name is already pending on this rank (wait on its handle first)");
-      incoming_.push_back(std::make_shared<entry>(entry{std::move(name), in, out, {in.type, o, in.count},
-                                                        clock::now(), state}));
+      if (!names.insert(t.name).second)
+        throw invalid_argument(on_rank(rank_) + "allreduce_async_group: the name '" + t.name + "' is in the group twice");
     }
-    return handle(std::move(state));
+    const auto now = clock::now();
+    for (auto& t : group) {
+      in_use_.emplace(t.name, now);
+      auto state = std::make_shared<completion>(t.name, cb);
+      incoming_.push_back(std::make_shared<entry>(entry{std::move(t.name), t.in, t.out, {t.in.type, o, t.in.count}, now, state}));
+      handles.emplace_back(std::move(state));
+    }
+    return handles;
   }
 
   [[nodiscard]] bool on_engine_thread() const noexcept { return std::this_thread::get_id() == thread_id_.load(); }

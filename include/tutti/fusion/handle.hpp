@@ -1,4 +1,4 @@
-//! @file handle.hpp  fusion::handle: what allreduce_async returns, to wait on or test.
+//! @file handle.hpp  fusion::handle: what allreduce_async returns, to wait on or test; a group's tensor_request.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -11,8 +11,16 @@
 
 #include "tutti/core/error.hpp"
 #include "tutti/core/log.hpp"
+#include "tutti/core/tensor_view.hpp"
 
 namespace tutti::fusion {
+
+//! One tensor of an allreduce_async group (communicator::allreduce_async_group).
+struct tensor_request {
+  std::string name;
+  const_tensor_view in;
+  tensor_view out;
+};
 
 //! Shared between the caller's handle and the engine that completes it.
 class completion {

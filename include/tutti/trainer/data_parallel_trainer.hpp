@@ -2,9 +2,10 @@
 //!
 //! Every slot (rank) holds a replica of the model. The chief's initial parameters are broadcast;
 //! then for each global batch every slot runs forward and backward on its disjoint share
-//! (sharding.hpp), and each gradient goes to the communicator's fusion engine **the moment backward
-//! produces it** (`allreduce_async(name, grad, avg)`), so the reduction of the last layers overlaps
-//! the backward pass of the first. With aggregation_frequency k, the first k−1 batches of a step
+//! (sharding.hpp), and the gradients go to the communicator's fusion engine **as backward produces
+//! them**, in fixed buckets (gradient_buckets.hpp: `allreduce_async_group`, so every step fuses them
+//! alike and reruns are bit-identical), so the reduction of the last layers overlaps the backward
+//! pass of the first. With aggregation_frequency k, the first k−1 batches of a step
 //! only accumulate locally; the k-th adds the accumulation (divided by k when
 //! average_aggregated_gradients) before handing each gradient over, so a step sees the mean
 //! gradient of k·global records. Then the optimiser steps with the learning rate of the current
@@ -35,6 +36,7 @@
 #include "tutti/trainer/checkpoint.hpp"
 #include "tutti/trainer/checkpoint_name.hpp"
 #include "tutti/trainer/concepts.hpp"
+#include "tutti/trainer/gradient_buckets.hpp"
 #include "tutti/trainer/model.hpp"
 #include "tutti/trainer/sharding.hpp"
 
@@ -103,7 +105,8 @@ class data_parallel_trainer {
         optimizer_(optimizer),
         options_(std::move(options)),
         params_(model.parameters()),
-        context_{plan_for(options_, comm), comm.rank()} {
+        context_{plan_for(options_, comm), comm.rank()},
+        buckets_(gradient_counts(params_)) {
     if (options_.aggregation_frequency == 0) throw invalid_argument("optimizations.aggregation_frequency must be at least 1");
     if (options_.max_batches == 0) throw invalid_argument("searcher.max_length must be at least one batch");
     accumulated_.resize(params_.size());
@@ -137,6 +140,7 @@ class data_parallel_trainer {
       std::size_t batches_in_step = 0;
       first_enqueue_ = clock::time_point::max();
       last_completion_.store(0);
+      buckets_.new_step(fusion_threshold());
       for (;;) {
         const bool last = (batch + 1) % k == 0 || batch + 1 == options_.max_batches;
         const auto indices = sampler.indices(batch, slot);
@@ -149,6 +153,7 @@ class data_parallel_trainer {
         ++batch;
         if (last) break;
       }
+      buckets_.backward_done([this](const auto& members) { enqueue(members); });
       const auto backward_done = clock::now();
       for (auto& h : handles_) h.wait();
       const auto reduced = clock::now();
@@ -245,13 +250,39 @@ class data_parallel_trainer {
       const float scale = options_.average_aggregated_gradients ? 1.0f / static_cast<float>(batches_before + 1) : 1.0f;
       for (std::size_t j = 0; j < acc.size(); ++j) p.grad[j] = (p.grad[j] + acc[j]) * scale;
     }
+    buckets_.ready(i, [this](const auto& members) { enqueue(members); });
+  }
+
+  //! One bucket of gradients to the fusion engine, as one group where the communicator has groups
+  //! (gradient_buckets.hpp says why the grouping must be fixed).
+  void enqueue(const std::vector<std::size_t>& members) {
     if (first_enqueue_ == std::chrono::steady_clock::time_point::max()) first_enqueue_ = std::chrono::steady_clock::now();
-    handles_[i] = comm_.allreduce_async(p.name, tensor_view(std::span<float>(p.grad)), op::avg, [this](std::exception_ptr) {
+    const fusion::completion::callback done = [this](std::exception_ptr) {
       const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
       auto seen = last_completion_.load();
       while (seen < now && !last_completion_.compare_exchange_weak(seen, now)) {
       }
-    });
+    };
+    const auto view = [this](std::size_t i) { return tensor_view(std::span<float>(params_[i].grad)); };
+    if constexpr (requires { comm_.allreduce_async_group(std::vector<fusion::tensor_request>{}, op::avg, done); }) {
+      std::vector<fusion::tensor_request> group;
+      for (auto i : members) group.push_back({params_[i].name, const_tensor_view(view(i)), view(i)});
+      auto handles = comm_.allreduce_async_group(std::move(group), op::avg, done);
+      for (std::size_t j = 0; j < members.size(); ++j) handles_[members[j]] = std::move(handles[j]);
+    } else {
+      for (auto i : members) handles_[i] = comm_.allreduce_async(params_[i].name, view(i), op::avg, done);
+    }
+  }
+
+  //! The fusion threshold in force (the engine's; 0, every tensor alone, for a communicator without one).
+  std::size_t fusion_threshold() const {
+    if constexpr (requires { comm_.fusion_parameters().threshold_bytes; }) return comm_.fusion_parameters().threshold_bytes;
+    else return 0;
+  }
+  static std::vector<std::size_t> gradient_counts(const std::vector<parameter>& params) {
+    std::vector<std::size_t> counts;
+    for (const auto& p : params) counts.push_back(p.grad.size());
+    return counts;
   }
 
   void broadcast_initial_parameters() {
@@ -403,6 +434,7 @@ class data_parallel_trainer {
   trainer_options options_;
   std::vector<parameter> params_;
   trainer_context context_;
+  gradient_buckets buckets_;  //!< after params_
   std::vector<std::vector<float>> accumulated_;
   std::vector<fusion::handle> handles_;
   std::chrono::steady_clock::time_point first_enqueue_{};
