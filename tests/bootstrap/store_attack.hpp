@@ -47,7 +47,8 @@ class store_attack {
   store_attack(std::uint16_t port, int count, std::chrono::milliseconds give_up, bool reconnect = false)
       : port_(port), give_up_(give_up), reconnect_(reconnect) {
     start_ = clock::now();
-    for (int i = 0; i < count; ++i) open(static_cast<bad_kind>(i % 4));
+    conns_.resize(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) open(conns_[static_cast<std::size_t>(i)], static_cast<bad_kind>(i % 4));
     thread_ = std::thread([this] { drive(); });
   }
   store_attack(const store_attack&) = delete;
@@ -71,8 +72,9 @@ class store_attack {
     clock::time_point next_byte{};
   };
 
-  void open(bad_kind kind) {
-    bad_conn c;
+  //! (Re)opens slot `c` as a new connection of `kind` (left closed, fd -1, when connect fails).
+  void open(bad_conn& c, bad_kind kind) {
+    c = bad_conn{};
     c.kind = kind;
     c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
@@ -81,6 +83,7 @@ class store_attack {
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (c.fd < 0 || ::connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
       if (c.fd >= 0) ::close(c.fd);
+      c.fd = -1;
       return;  // not counted: connected counts what the server had to deal with
     }
     ++report_.connected;
@@ -88,7 +91,6 @@ class store_attack {
     if (kind == bad_kind::oversized || kind == bad_kind::garbage)
       (void)::send(c.fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     c.next_byte = clock::now();
-    conns_.push_back(c);
   }
 
   //! What a kind sends: slow loris the 76 bytes of a handshake response (header and 64 payload bytes).
@@ -125,17 +127,15 @@ class store_attack {
       for (const auto& c : conns_) fds.push_back({c.fd, static_cast<short>(c.fd >= 0 ? POLLIN : 0), 0});
       if (::poll(fds.data(), fds.size(), 20) < 0 && errno != EINTR) break;  // 20 ms: slow loris's pace is 100
       const auto now = clock::now();
-      const std::size_t n = conns_.size();  // open() below may append
-      for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t i = 0; i < conns_.size(); ++i) {
         auto& c = conns_[i];
         if (c.fd < 0) continue;
         if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
           unsigned char buf[256];
           const ssize_t got = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);  // the challenge, then EOF
           if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-            const auto kind = c.kind;
             closed(c);
-            if (reconnect_ && !stop_) open(kind);
+            if (reconnect_ && !stop_) open(c, c.kind);  // the same slot: N connections at any time
             continue;
           }
         }

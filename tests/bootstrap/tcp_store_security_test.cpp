@@ -265,6 +265,8 @@ TEST_CASE("tcp_store security: a recorded handshake replayed on a new connection
         answer->end());  // the recorded MAC is not echoed either
   // The replayed add was not applied: the counter is still the real client's 1.
   CHECK(server.add("counter", 0) == 1);
+  // After a refusal the server would linger 2 s for late ranks (refusal_linger): none here.
+  server.close(deadline::after(0s));
 }
 
 TEST_CASE("tcp_store security: a second job on the same host and port cannot bind, join or read the first's keys") {
@@ -322,6 +324,8 @@ TEST_CASE("tcp_store security: a second job on the same host and port cannot bin
     // Job A is untouched: its own client still reads its value.
     tcp_store a1(client_options(port, key_a));
     CHECK(to_string(a1.get("job-a/address", deadline::after(1s))) == "secret-value-of-job-a");
+    a1.close(deadline::after(1s));
+    job_a.close(deadline::after(0s));  // no refusal_linger (2 s) for late ranks: there are none
   }
 }
 
