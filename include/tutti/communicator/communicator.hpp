@@ -349,12 +349,12 @@ class communicator {
     const detail::watched_call watching(inspector_.get(), d);  // the stall inspector's view of this rank
     struct turn {
       engine_type* engine = nullptr;
-      ~turn() {
-        if (engine) engine->leave_blocking();
-      }
+      ~turn() { if (engine) engine->leave_blocking(); }
     } held;
-    if (engine_.engine && !engine_thread && engine_.engine->enter_blocking(deadline::after(options_.timeout), where(d)))
-      held.engine = engine_.engine.get();
+    if (engine_.engine && !engine_thread)  // a stall met here is told like one met in the collective
+      guarded(d, "while waiting for its turn beside the fusion engine: ", [&] {
+        if (engine_.engine->enter_blocking(deadline::after(options_.timeout), on_rank(rank()))) held.engine = engine_.engine.get();
+      });
     if (!broken_.empty()) throw error(where(d) + "communicator is unusable after an earlier failure: " + broken_);
     const auto until = deadline::after(options_.timeout);
     auto desc = d;

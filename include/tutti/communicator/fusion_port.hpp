@@ -2,10 +2,15 @@
 //! algorithm's control for joint tuning: fusion/joint.hpp): the engine sits below the communicator
 //! and never sees it. The communicator befriends this port.
 #pragma once
+#include <exception>
+#include <optional>
 #include <string>
 
 #include "tutti/algorithm/phases.hpp"
 #include "tutti/codec/error_feedback.hpp"
+#include "tutti/communicator/first_loss.hpp"
+#include "tutti/communicator/stall_inspector.hpp"
+#include "tutti/core/error.hpp"
 #include "tutti/core/message.hpp"
 #include "tutti/core/op.hpp"
 #include "tutti/core/tensor_view.hpp"
@@ -34,10 +39,37 @@ class communicator_fusion_port {
     c_->phase_log_ = phases;
     c_->allreduce_checked(in, out, o, fb);
   }
-  void engine_failed(const std::string& what) const {
-    if (!c_->broken_.empty()) return;
-    c_->broken_ = on_rank(c_->rank()) + "fusion engine: " + what;
-    c_->transport_->abort();
+  //! The engine's own failure (its negotiation's): the communicator becomes unusable, and the error
+  //! is told as a blocking collective's would be (communicator::guarded): at the engine's deadline
+  //! the stall verdict, decided from the oldest tensor; a lost peer read as the verdict a stalled
+  //! rank wrote, else as the job's first loss, recorded before this rank aborts (its abort is what
+  //! the peers see next: without the record they would blame this rank).
+  std::exception_ptr engine_failed(std::exception_ptr failure) const {
+    const std::string engine = on_rank(c_->rank(), "fusion engine");
+    std::string what = "?";
+    try {
+      std::rethrow_exception(failure);
+    } catch (const timeout& e) {
+      what = e.what();
+      if (const auto v = c_->inspector_ ? c_->inspector_->tensor_verdict() : std::nullopt)
+        failure = std::make_exception_ptr(timeout(engine + stalled_text(*v) + what));
+    } catch (const peer_lost& e) {
+      if (const auto v = c_->inspector_ ? c_->inspector_->decided() : std::nullopt) {
+        what = e.what();
+        failure = std::make_exception_ptr(timeout(engine + stalled_text(*v) + what));
+      } else {
+        const auto [peer, text] = first_loss(*c_->transport_, e);
+        what = text;
+        failure = std::make_exception_ptr(peer_lost(peer, engine + text));
+      }
+    } catch (const std::exception& e) {
+      what = e.what();
+    }
+    if (c_->broken_.empty()) {
+      c_->broken_ = on_rank(c_->rank()) + "fusion engine: " + what;
+      c_->transport_->abort();
+    }
+    return failure;
   }
 
  private:

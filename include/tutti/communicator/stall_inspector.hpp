@@ -91,13 +91,20 @@ class stall_inspector {
       std::lock_guard lock(mutex_);
       if (view(d).seen == w) since = view(d).since;
     }
-    const std::string mine = diagnosis(tags::is_fused(d.sequence), w, since);
-    if (!board_) return mine;
-    try {
-      return board_->decide(mine, deadline::after(std::chrono::seconds(2)));
-    } catch (const std::exception&) {
-      return mine;  // the board is out of reach: this rank's own view
+    return decide(diagnosis(tags::is_fused(d.sequence), w, since));
+  }
+
+  //! At the fusion engine's deadline (its negotiation waited TUTTI_TIMEOUT): the job's verdict from
+  //! the oldest tensor in flight, decided once like verdict(); nullopt when none is in flight.
+  [[nodiscard]] std::optional<std::string> tensor_verdict() {
+    std::optional<std::pair<std::string, clock::time_point>> oldest;
+    {
+      std::lock_guard lock(mutex_);
+      if (tensors_) oldest = tensors_();
     }
+    if (!oldest) return std::nullopt;
+    const auto now = wall_ms();
+    return decide(tensor_diagnosis(oldest->first, now - milliseconds_since(oldest->second), now));
   }
 
   //! The verdict, if a rank has written one (a rank that sees a peer abort asks before blaming it).
@@ -135,6 +142,19 @@ class stall_inspector {
     return pack_call(tags::call_number(d.sequence), d.kind, s);
   }
 
+  //! The job's verdict: `mine` if this rank is the first to decide, else the first rank's.
+  [[nodiscard]] std::string decide(const std::string& mine) {
+    if (!board_ || board_unreachable_.load()) return mine;  // just failed to read it: no second wait
+    try {
+      return board_->decide(mine, deadline::after(std::chrono::seconds(2)));
+    } catch (const std::exception&) {
+      return mine;  // the board is out of reach: this rank's own view
+    }
+  }
+  [[nodiscard]] static std::int64_t milliseconds_since(clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - t).count();
+  }
+
   //! Every rank's posts, or why there are none (`unknown`).
   [[nodiscard]] std::vector<std::string> posts(std::string& unknown) {
     if (!board_) {
@@ -142,8 +162,11 @@ class stall_inspector {
       return {};
     }
     try {
-      return board_->read_all(deadline::after(std::chrono::seconds(1)));
+      auto all = board_->read_all(deadline::after(std::chrono::seconds(1)));
+      board_unreachable_ = false;
+      return all;
     } catch (const std::exception& e) {
+      board_unreachable_ = true;
       unknown = std::string("the other ranks' records could not be read: ") + e.what();
       return {};
     }
@@ -157,6 +180,14 @@ class stall_inspector {
     if (!since) since = now;
     if (all.empty()) return call_text(w, fused) + " has waited " + seconds_text(now - since) + " on " + rank_text(rank_) + "; " + unknown;
     return diagnose(rank_, fused, w, since, now, silent_after_ms_, all);
+  }
+  //! This rank's diagnosis of a tensor allreduce_async has held since `since`.
+  [[nodiscard]] std::string tensor_diagnosis(const std::string& tensor, std::int64_t since, std::int64_t now) {
+    std::string unknown;
+    const auto all = posts(unknown);
+    if (all.empty())
+      return "tensor '" + tensor + "' (allreduce_async) waited " + seconds_text(now - since) + " on " + rank_text(rank_) + "; " + unknown;
+    return diagnose_tensor(rank_, tensor, since, now, silent_after_ms_, all);
   }
 
   void loop() {
@@ -177,7 +208,7 @@ class stall_inspector {
       const auto oldest = tensors_ ? tensors_() : std::nullopt;
       if (oldest) {
         r.tensor = oldest->first;
-        r.tensor_since = now - std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - oldest->second).count();
+        r.tensor_since = now - milliseconds_since(oldest->second);
       }
       lock.unlock();
       if (board_) {
@@ -195,11 +226,8 @@ class stall_inspector {
       }
       if (oldest && now - r.tensor_since >= tensor_warn_ms_ && tensor_warned != r.tensor) {
         tensor_warned = r.tensor;
-        std::string unknown;
-        const auto all = posts(unknown);
         log(log_level::warn, rank_,
-            "stall: " + (all.empty() ? "tensor '" + r.tensor + "' (allreduce_async) waited " + seconds_text(now - r.tensor_since) + " on " + rank_text(rank_) + "; " + unknown
-                                     : diagnose_tensor(rank_, r.tensor, r.tensor_since, now, silent_after_ms_, all)) +
+            "stall: " + tensor_diagnosis(r.tensor, r.tensor_since, now) +
                 " (TUTTI_STALL_WARN; TUTTI_STALL_TIMEOUT fails it naming the ranks that never enqueued it)");
       }
       lock.lock();
@@ -212,6 +240,7 @@ class stall_inspector {
   const std::string transport_name_;
   const std::int64_t warn_ms_, tensor_warn_ms_, period_ms_, silent_after_ms_;
   thread_view views_[2];  //!< [0] blocking collectives, [1] the fusion engine's
+  std::atomic<bool> board_unreachable_{false};  //!< the last read of the board failed
 
   std::mutex mutex_;  //!< guards what follows, and views_[].seen and .since
   std::condition_variable wake_;

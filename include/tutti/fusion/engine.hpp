@@ -157,12 +157,10 @@ class engine {
     std::exception_ptr failure;
     try {
       loop();
-    } catch (const error& e) {
-      failure = std::current_exception();
-      port_.engine_failed(e.what());
+    } catch (const error&) {
+      failure = port_.engine_failed(std::current_exception());
     } catch (const std::exception& e) {
-      failure = std::make_exception_ptr(transport_error(on_rank(rank_, "fusion engine") + e.what()));
-      port_.engine_failed(e.what());
+      failure = port_.engine_failed(std::make_exception_ptr(transport_error(on_rank(rank_, "fusion engine") + e.what())));
     }
     // Nothing more will run: fail whatever is still waiting, so no handle is left hanging.
     std::vector<std::shared_ptr<entry>> left;
@@ -213,8 +211,16 @@ class engine {
         if (auto p = tuner_->observe(bytes, tensors, cache_.live_names(), clock::now())) next_params_ = *p;
       }
       if (answer.stop) {
+        // A rank left (its communicator was destroyed). Where this rank still waits on the engine
+        // (a tensor queued after the report, a blocking collective's turn) that rank is lost to
+        // it: peer_lost naming it, not a stop naming nobody. A job ending together stops quietly.
+        const int by = answer.stopped_by;
         std::lock_guard lock(mutex_);
-        stop_reason_ = "a rank's communicator was destroyed";
+        const bool waiting = !incoming_.empty() || blocking_requested_ > blocking_granted_;
+        stop_reason_ = (by >= 0 ? rank_text(by) + "'s" : std::string("a rank's")) + " communicator was destroyed";
+        if (by >= 0 && by != rank_ && !stop_requested_ && waiting)
+          throw peer_lost(by, on_rank(rank_, "fusion engine") + rank_text(by) +
+                                  " left the job (its communicator was destroyed) while this rank waited on the engine");
         return;
       }
     }
@@ -286,6 +292,8 @@ class engine {
       std::exception_ptr ex;
       if (f.kind == failure_kind::mismatch) ex = std::make_exception_ptr(mismatch(text));
       else if (f.kind == failure_kind::stalled) ex = std::make_exception_ptr(timeout(text));
+      else if (f.kind == failure_kind::stopped && answer.stopped_by >= 0 && answer.stopped_by != rank_)
+        ex = std::make_exception_ptr(peer_lost(answer.stopped_by, text));  // that rank left the job
       else ex = std::make_exception_ptr(error(text));
       finish(*e, ex);
     }

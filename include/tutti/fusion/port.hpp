@@ -7,6 +7,7 @@
 //! engine stopped on its own error. A port is a small value; its calls are direct, not virtual.
 #pragma once
 #include <concepts>
+#include <exception>
 #include <string>
 
 #include "tutti/algorithm/phases.hpp"
@@ -19,7 +20,7 @@ namespace tutti::fusion {
 
 template <class P>
 concept engine_port = requires(P& p, const P& cp, const_tensor_view in, tensor_view out, op o, error_feedback* fb,
-                               algorithm::phase_log* phases, const std::string& what) {
+                               algorithm::phase_log* phases, std::exception_ptr failure) {
   requires transport_policy<typename P::transport_type>;
   typename P::codec_type;  //!< what the engine's fused buffers are encoded with (lossless? error feedback?)
   { cp.rank() } -> std::same_as<int>;
@@ -30,8 +31,9 @@ concept engine_port = requires(P& p, const P& cp, const_tensor_view in, tensor_v
   //! phases go to `phases` when not null. Throws like the communicator's allreduce.
   p.fused_allreduce(in, out, o, fb, phases);
   //! The engine stopped on an error outside a collective (its negotiation failed): the communicator
-  //! is then unusable, as after a failed collective.
-  p.engine_failed(what);
+  //! is then unusable, as after a failed collective; returns the error its handles get (the same, or
+  //! one that tells a stall as the job's verdict).
+  { p.engine_failed(failure) } -> std::same_as<std::exception_ptr>;
 };
 // Optionally `p.algorithm_control()`: the run-time control of the communicator's algorithm
 // (algorithm::tuned<...>), for joint tuning — fusion/joint.hpp's choosing_port.

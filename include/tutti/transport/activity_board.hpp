@@ -20,6 +20,8 @@
 
 #include "tutti/bootstrap/store_calls.hpp"
 #include "tutti/core/deadline.hpp"
+#include "tutti/core/error.hpp"
+#include "tutti/core/message.hpp"
 #include "tutti/transport/first_loss.hpp"
 
 namespace tutti::transport {
@@ -98,12 +100,21 @@ class store_activity_board final : public activity_board {
     const auto r = cut(record, max_record);
     store_.set(key(rank_), bootstrap::store_bytes(r.begin(), r.end()), deadline::after(failure_store_wait));
   }
+  //! A store that does not answer names its server: that rank stopped (or its host is out of
+  //! reach) is then the likeliest stall, and nobody can read who else is missing.
   std::vector<std::string> read_all(deadline until) override {
     std::vector<std::string> out(static_cast<std::size_t>(world_));
-    for (int r = 0; r < world_; ++r) {
-      if (!store_.check(key(r), until)) continue;  // never posted: a get would wait for it
-      const auto bytes = store_.get(key(r), until);
-      out[static_cast<std::size_t>(r)].assign(bytes.begin(), bytes.end());
+    try {
+      for (int r = 0; r < world_; ++r) {
+        if (!store_.check(key(r), until)) continue;  // never posted: a get would wait for it
+        const auto bytes = store_.get(key(r), until);
+        out[static_cast<std::size_t>(r)].assign(bytes.begin(), bytes.end());
+      }
+    } catch (const timeout& e) {
+      const int s = store_.server_rank;
+      if (s < 0 || s == rank_) throw;
+      throw timeout("the job's store, served by " + rank_text(s) + ", did not answer (" + rank_text(s) +
+                    " stopped, or its host unreachable): " + e.what());
     }
     return out;
   }

@@ -102,6 +102,7 @@ class coordinator {
     std::sort(ids.begin(), ids.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     out.batches = batch(ids, params.threshold_bytes);
     out.stop = !stopping.empty();
+    if (out.stop) out.stopped_by = stopping.front();
     if (out.stop) pending_.clear();
     return out;
   }

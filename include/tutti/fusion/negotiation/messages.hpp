@@ -80,6 +80,7 @@ struct response {
   parameters params;
   bool stop = false;           //!< the engines stop after this round
   std::int32_t lost = -1;      //!< >= 0: the coordinator lost this rank; every engine stops with peer_lost
+  std::int32_t stopped_by = -1;  //!< with stop: the first rank whose communicator was destroyed
   [[nodiscard]] bool carries_work() const noexcept { return !batches.empty() || !failures.empty() || !assignments.empty(); }
 };
 
@@ -154,7 +155,7 @@ inline report decode_report(std::span<const std::byte> bytes) {
 
 inline std::vector<std::byte> encode(const response& r) {
   negotiation_wire::writer w;
-  w.put(r.grant_to).put(static_cast<std::uint8_t>(r.stop)).put(r.lost);
+  w.put(r.grant_to).put(static_cast<std::uint8_t>(r.stop)).put(r.lost).put(r.stopped_by);
   w.put(static_cast<std::uint64_t>(r.params.threshold_bytes)).put(static_cast<std::int64_t>(r.params.cycle_time.count()));
   w.put(r.params.algorithm);
   w.put(static_cast<std::uint32_t>(r.assignments.size()));
@@ -179,6 +180,7 @@ inline response decode_response(std::span<const std::byte> bytes) {
     r.grant_to = in.get<std::uint64_t>("the blocking grant");
     r.stop = in.get<std::uint8_t>("the stop flag") != 0;
     r.lost = in.get<std::int32_t>("the lost rank");
+    r.stopped_by = in.get<std::int32_t>("the stopping rank");
     r.params.threshold_bytes = static_cast<std::size_t>(in.get<std::uint64_t>("the fusion threshold"));
     r.params.cycle_time = std::chrono::microseconds(in.get<std::int64_t>("the cycle time"));
     r.params.algorithm = in.get<std::uint32_t>("the algorithm choice");

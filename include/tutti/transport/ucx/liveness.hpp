@@ -94,7 +94,11 @@ class peer_watch {
     try {
       return job_.store.check(job_.key("left/" + std::to_string(op.peer)), deadline::after(failure_store_wait));
     } catch (const std::exception&) {
-      store_failed_ = true;  // the store's process is gone: UCX reports that loss itself
+      // Out of reach for now (its process gone — UCX reports that loss itself — or the link
+      // down for a while): ask again later, not never. Giving up for good made a job whose link
+      // flapped for 1.5 s skip its shutdown barrier on one host, and the other host's ranks wait
+      // TUTTI_TIMEOUT in theirs (the fault campaign's `flap`, tests/netns/faults.sh).
+      next_departure_check_ = now + 4 * failure_store_wait;
       return false;
     }
   }
