@@ -162,6 +162,14 @@ TEST_CASE("stall diagnosis: the ranks in the collective, the silent ones in it, 
   const std::vector<std::string> all_in{post(ar7, 39'000, now), post(ar7, 39'000, now)};
   CHECK(detail::diagnose(1, false, ar7, 39'000, now, 4000, all_in).ends_with(
       "in it: ranks 0, 1; none is missing: the collective itself is slow or stuck (a link, or a peer's network)"));
+  // Ranks done with it (returned from it, or in a later call) are not missing: behind a slow link
+  // the near side still waits while the far side has moved on (seen in the fault campaign).
+  const std::vector<std::string> ahead{post(ar7, 39'000, now), post(pack_call(7, 0, call_state::returned), 40'000, now),
+                                       post(pack_call(8, 0, call_state::inside), 40'000, now)};
+  CHECK(detail::diagnose(0, false, ar7, 39'000, now, 4000, ahead) ==
+        "allreduce #7 has waited 61 s on rank 0; in it: rank 0; past it (their part done): rank 1 (returned from "
+        "allreduce #7 60 s ago, alive); rank 2 (in allreduce #8 for 60 s, alive); none is missing: the collective "
+        "itself is slow or stuck (a link, or a peer's network)");
 }
 
 TEST_CASE("stall inspector over shm: a rank that skips a collective is named by the others' warning and by one verdict") {

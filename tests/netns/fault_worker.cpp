@@ -3,7 +3,8 @@
 //! link taken down or slowed) or, with TUTTI_FAULT_LEAVE, this rank leaves early by itself.
 //!   TUTTI_FAULT_PHASE     allreduce: blocking 1 MiB allreduces, each result checked;
 //!                         fusion: 12 gradients of mixed sizes through allreduce_async, checked;
-//!                         train: data_parallel_trainer steps of a least-squares model.
+//!                         train: data_parallel_trainer steps of a least-squares model;
+//!                         mixed: the three in turn (the soak, soak.sh).
 //!   TUTTI_FAULT_SECONDS   how long rank 0 keeps the job going (default 8)
 //!   TUTTI_FAULT_LEAVE     "R S": rank R returns from its work S seconds after `ready`, without a
 //!                         word (a program whose loop ended early), destroying its communicator
@@ -107,13 +108,17 @@ struct work {
   std::vector<std::vector<float>> grads;
   tiny_data data;
 
+  std::size_t turn = 0;
+
   void once() {
     const float world = static_cast<float>(comm.size()), want = world * (world + 1) / 2;
-    if (phase == "allreduce") {
+    static constexpr const char* in_turn[] = {"allreduce", "fusion", "train"};
+    const std::string now = phase == "mixed" ? in_turn[turn++ % 3] : phase;
+    if (now == "allreduce") {
       std::fill(big.begin(), big.end(), static_cast<float>(comm.rank() + 1));
       comm.allreduce(big, tutti::op::sum);
       if (big.front() != want || big.back() != want) wrong("allreduce gave " + std::to_string(big.front()));
-    } else if (phase == "fusion") {
+    } else if (now == "fusion") {
       if (grads.empty())
         for (std::size_t k = 0; k < 12; ++k) grads.emplace_back((k * 7919) % 40000 + 1);
       std::vector<tutti::fusion::handle> hs;

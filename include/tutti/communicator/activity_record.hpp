@@ -146,12 +146,17 @@ struct activity_record {
                                           std::int64_t now, std::int64_t silent_after,
                                           const std::vector<std::string>& posts) {
   const auto records = decode_all(posts);
-  std::vector<int> there, silent_there, missing;
+  std::vector<int> there, silent_there, past, missing;
   for (int r = 0; r < static_cast<int>(records.size()); ++r) {
     const auto& rec = records[static_cast<std::size_t>(r)];
     const std::uint64_t w = rec ? (fused ? rec->fused : rec->call) : 0;
     const bool in_it = r == self || (rec && state_of(w) == call_state::inside && call_of(w) == call_of(word));
-    if (!in_it) missing.push_back(r);
+    // Done with it (returned from it, or in a later one): not missing. A slow link leaves the
+    // ranks on its near side waiting while the others have moved on.
+    const bool beyond = rec && !in_it &&
+                        ((w >> 8) > (word >> 8) || (call_of(w) == call_of(word) && state_of(w) == call_state::returned));
+    if (beyond) past.push_back(r);
+    else if (!in_it) missing.push_back(r);
     else if (r != self && now - rec->posted > silent_after) silent_there.push_back(r);
     else there.push_back(r);
   }
@@ -159,6 +164,7 @@ struct activity_record {
                   "; in it: " + ranks_text(there);
   if (!silent_there.empty())
     s += "; in it but silent (stopped, or its host unreachable): " + grouped_activity(silent_there, records, now, silent_after);
+  if (!past.empty()) s += "; past it (their part done): " + grouped_activity(past, records, now, silent_after);
   if (!missing.empty())
     s += "; missing: " + grouped_activity(missing, records, now, silent_after);
   else if (silent_there.empty())

@@ -353,7 +353,7 @@ class communicator {
     } held;
     if (engine_.engine && !engine_thread)  // a stall met here is told like one met in the collective
       guarded(d, "while waiting for its turn beside the fusion engine: ", [&] {
-        if (engine_.engine->enter_blocking(deadline::after(options_.timeout), on_rank(rank()))) held.engine = engine_.engine.get();
+        if (engine_.engine->enter_blocking(deadline::after(options_.timeout), "")) held.engine = engine_.engine.get();
       });
     if (!broken_.empty()) throw error(where(d) + "communicator is unusable after an earlier failure: " + broken_);
     const auto until = deadline::after(options_.timeout);
