@@ -7,7 +7,8 @@
 #   soak.sh SECONDS SEGMENT SAMPLE WORKER [OUT]
 # Every SAMPLE seconds each rank's resident memory (VmRSS), descriptors and threads, and the job's
 # shm segments, are read from /proc and /dev/shm (OUT/samples.csv when OUT is given). Asserts, per
-# job and rank, from the first sample after warm-up (SEGMENT / 4) to its last: descriptors and
+# job and rank, from the first sample after warm-up (SEGMENT / 4) to the last one before the work
+# ends (the kill, or the segment's end: a shutdown closes descriptors, seen in CI): descriptors and
 # threads unchanged, RSS grown by at most 5 % + 4 MiB; no shm segment of the job left mapped by
 # name after start-up; after each job none of its processes or segments left; a kill's survivors
 # name the victim. Prints one line per job.
@@ -40,7 +41,7 @@ while ((SECONDS - started < total)); do
   wait_ready "$job" || fail "job $job: not every rank became ready"
   ready=$SECONDS
   id=$(job_of "$job")
-  victim=-1 kill_at=-1
+  victim=-1 kill_at=-1 work_end=$((ready - started + segment - 1))  # samples after it see the shutdown
   if ((job % 2 == 1)); then
     victim=$((RANDOM % world))
     kill_at=$((segment / 4 + 1 + RANDOM % (segment / 2 + 1)))  # after the warm-up's first sample
@@ -57,15 +58,15 @@ while ((SECONDS - started < total)); do
     done
     if ((victim >= 0 && kill_at >= 0 && SECONDS - ready >= kill_at)); then
       kill -KILL "$(pid_of "$job" "$victim")" 2>/dev/null || true
-      kill_at=-1 kills+=1
+      kill_at=-1 kills+=1 work_end=$((SECONDS - started))
     fi
     sleep "$sample"
   done
   wait_job
 
   # This job's samples: per rank, warm-up's end to the last one.
-  verdict=$(awk -F, -v job="$job" -v warm=$((ready - started + segment / 4)) '
-    $2 == job && $1 >= warm { r = $3
+  verdict=$(awk -F, -v job="$job" -v warm=$((ready - started + segment / 4)) -v end="$work_end" '
+    $2 == job && $1 >= warm && $1 < end { r = $3
       if (!(r in rss0)) { rss0[r] = $4; fds0[r] = $5; thr0[r] = $6; n[r] = 0 }
       rss1[r] = $4; fds1[r] = $5; thr1[r] = $6; n[r]++; if ($7 > segs) segs = $7 }
     END { bad = ""; line = ""
