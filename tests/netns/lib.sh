@@ -30,6 +30,7 @@ netns_tmp=$(mktemp -d "${TMPDIR:-/tmp}/tutti-netns.XXXXXX")
 
 netns_cleanup() {
   local ns
+  trap '' INT TERM  # a second signal (timeout(1) forwards its own, say) must not cut the cleanup short
   for ns in "${netns_names[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
   [[ -n ${TUTTI_NETNS_KEEP_LOGS:-} ]] && mkdir -p "$TUTTI_NETNS_KEEP_LOGS" && cp "$netns_tmp"/*.log "$TUTTI_NETNS_KEEP_LOGS"/ 2>/dev/null
   rm -rf "$netns_tmp"

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "tutti/core/error.hpp"
 #include "tutti/transport/ucx/error.hpp"
 #include "tutti/transport/ucx/log_filter.hpp"
+#include "tutti/transport/ucx/teardown_watch.hpp"
 
 namespace tutti::transport::ucx_detail {
 
@@ -22,7 +24,8 @@ class worker {
  public:
   //! `rndv_thresh`: UCX's RNDV_THRESH where tutti chose the (TCP) network and the user set none
   //! (ucx_options::rndv_thresh says why); "auto" or empty: UCX's own.
-  worker(int rank, std::size_t estimated_endpoints, const std::string& rndv_thresh = "auto") : rank_(rank) {
+  worker(int rank, std::size_t estimated_endpoints, const std::string& rndv_thresh = "auto")
+      : rank_(rank), sockets_before_(open_socket_inodes()) {
     install_log_filter();
     ucp_config_t* config = nullptr;  // reads UCX_* from the environment (UCX_TLS, UCX_NET_DEVICES, ...)
     if (const ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) fail(rank, "ucp_config_read", s);
@@ -58,8 +61,12 @@ class worker {
   ~worker() { destroy(); }
 
   //! Destroys the worker (and with it every endpoint still open) and the context. Idempotent.
+  //! Bounded by a teardown_watch: UCX's TCP transport can spin in it for ever (teardown_watch.hpp).
   void destroy() noexcept {
-    if (worker_) ucp_worker_destroy(std::exchange(worker_, nullptr));
+    if (worker_) {
+      const teardown_watch watch(rank_, sockets_before_);
+      ucp_worker_destroy(std::exchange(worker_, nullptr));
+    }
     if (context_) ucp_cleanup(std::exchange(context_, nullptr));
   }
 
@@ -108,6 +115,7 @@ class worker {
 
  private:
   int rank_;
+  std::set<unsigned long> sockets_before_;  //!< this process's sockets before UCX's: a teardown_watch spares them
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
 };
