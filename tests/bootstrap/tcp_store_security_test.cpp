@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bootstrap/store_attack.hpp"
+#include "bootstrap/store_test_options.hpp"
 #include "tutti/bootstrap/job_key.hpp"
 #include "tutti/bootstrap/tcp_store.hpp"
 #include "tutti/core/deadline.hpp"
@@ -37,45 +38,10 @@ using tutti::bootstrap::tcp_store;
 using tutti::bootstrap::tcp_store_options;
 namespace wire = tutti::bootstrap::tcp_wire;
 using clock_type = std::chrono::steady_clock;
+using namespace tutti_test;
 
-constexpr const char* key_a = "job-a-secret-0123456789abcdef";
-constexpr const char* key_b = "job-b-secret-fedcba9876543210";
-
-store_bytes to_bytes(const std::string& s) { return store_bytes(s.begin(), s.end()); }
-std::string to_string(const store_bytes& b) { return std::string(b.begin(), b.end()); }
 bool contains(const std::vector<unsigned char>& hay, const std::string& needle) {
   return std::search(hay.begin(), hay.end(), needle.begin(), needle.end()) != hay.end();
-}
-
-tcp_store_options server_options(const char* key, std::string bind = "127.0.0.1", std::uint16_t port = 0) {
-  tcp_store_options o;
-  o.is_server = true;
-  o.bind_address = std::move(bind);
-  o.port = port;
-  o.key = job_key(key);
-  o.timeout = 5s;
-  o.handshake_timeout = 1s;
-  o.rank = 0;
-  return o;
-}
-
-tcp_store_options client_options(std::uint16_t port, const char* key, std::string host = "127.0.0.1") {
-  tcp_store_options o;
-  o.host = std::move(host);
-  o.port = port;
-  o.key = job_key(key);
-  o.timeout = 5s;
-  o.rank = 1;
-  return o;
-}
-
-template <class E, class F> std::string message_of(F&& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
 }
 
 //! A socket to 127.0.0.1:port; every read bounded (2 s).
@@ -273,14 +239,14 @@ TEST_CASE("tcp_store security: a second job on the same host and port cannot bin
   tutti::set_log_level(tutti::log_level::warn);
   for (const std::string bind_a : {"127.0.0.1", ""}) {
     CAPTURE(bind_a);
-    tcp_store job_a(server_options(key_a, bind_a));
+    tcp_store job_a(server_options(key_a, 0, bind_a));
     const auto port = job_a.port();
     job_a.set("job-a/address", to_bytes("secret-value-of-job-a"));
     // Job B's server on A's port, on the same address or every address: refused, saying where.
     for (const std::string bind_b : {"127.0.0.1", ""}) {
       CAPTURE(bind_b);
       const auto m =
-          message_of<tutti::transport_error>([&] { tcp_store job_b(server_options(key_b, bind_b, port)); });
+          message_of<tutti::transport_error>([&] { tcp_store job_b(server_options(key_b, 0, bind_b, port)); });
       CHECK(m.find("tcp_store: cannot listen on " + std::string(bind_b.empty() ? "*" : bind_b) + ":" +
                    std::to_string(port)) != std::string::npos);
       CHECK(m.find("Address already in use") != std::string::npos);

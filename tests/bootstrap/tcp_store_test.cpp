@@ -19,8 +19,10 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "bootstrap/store_test_options.hpp"
 #include "tutti/bootstrap/job_key.hpp"
 #include "tutti/bootstrap/tcp_store.hpp"
 #include "tutti/core/deadline.hpp"
@@ -37,45 +39,9 @@ using tutti::bootstrap::tcp_store;
 using tutti::bootstrap::tcp_store_options;
 namespace wire = tutti::bootstrap::tcp_wire;
 using clock_type = std::chrono::steady_clock;
+using namespace tutti_test;
 
-constexpr const char* key_a = "job-a-secret-0123456789abcdef";
-constexpr const char* key_b = "job-b-secret-fedcba9876543210";
-
-store_bytes to_bytes(const std::string& s) { return store_bytes(s.begin(), s.end()); }
-std::string to_string(const store_bytes& b) { return std::string(b.begin(), b.end()); }
 double seconds_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
-
-tcp_store_options server_options(const char* key = key_a, int rank = 0) {
-  tcp_store_options o;
-  o.is_server = true;
-  o.bind_address = "127.0.0.1";
-  o.key = job_key(key);
-  o.timeout = 5s;
-  o.handshake_timeout = 300ms;
-  o.rank = rank;
-  return o;
-}
-
-tcp_store_options client_options(std::uint16_t port, const char* key = key_a, int rank = 1,
-                                 std::string host = "127.0.0.1") {
-  tcp_store_options o;
-  o.host = std::move(host);
-  o.port = port;
-  o.key = job_key(key);
-  o.timeout = 5s;
-  o.rank = rank;
-  return o;
-}
-
-//! The message of the exception of type E that fn throws ("" if none).
-template <class E, class F> std::string message_of(F&& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
 
 //! Sets (or unsets, with nullptr) an environment variable for one scope.
 class scoped_env {
@@ -754,7 +720,10 @@ TEST_CASE("tcp_store: the server rank's close waits for clients to finish; a los
   CHECK(message_of<tutti::error>([&] { server->set("x", {}); }).find("used after close()") != std::string::npos);
 }
 
-TEST_CASE("tcp_store: a server process killed by SIGKILL mid-wait: the client errors within seconds") {
+namespace {
+//! A tcp_store server in a child process of this test, until the test kills it (alarm: 20 s at
+//! most): its pid and port.
+std::pair<pid_t, std::uint16_t> server_in_child() {
   int port_pipe[2];
   REQUIRE(::pipe(port_pipe) == 0);
   const pid_t pid = ::fork();
@@ -774,6 +743,12 @@ TEST_CASE("tcp_store: a server process killed by SIGKILL mid-wait: the client er
   std::uint16_t port = 0;
   REQUIRE(::read(port_pipe[0], &port, sizeof port) == sizeof port);
   ::close(port_pipe[0]);
+  return {pid, port};
+}
+}  // namespace
+
+TEST_CASE("tcp_store: a server process killed by SIGKILL mid-wait: the client errors within seconds") {
+  const auto [pid, port] = server_in_child();
   tcp_store client(client_options(port));
   client.set("k", to_bytes("v"));
   std::thread killer([&] {
@@ -791,6 +766,39 @@ TEST_CASE("tcp_store: a server process killed by SIGKILL mid-wait: the client er
   auto o = client_options(port);
   o.timeout = 200ms;
   CHECK_THROWS_AS([&] { tcp_store s(o); }(), tutti::timeout);
+}
+
+TEST_CASE("tcp_store: a server that stopped answering is not asked again by short calls; long ones try, and its answer ends that") {
+  const auto [pid, port] = server_in_child();
+  tcp_store client(client_options(port));
+  client.set("k", to_bytes("v"));
+  REQUIRE(::kill(pid, SIGSTOP) == 0);  // alive, silent: the kernel still takes its connections
+  int stopped = 0;
+  REQUIRE(::waitpid(pid, &stopped, WUNTRACED) == pid);  // stopped by now, not about to be
+  REQUIRE(WIFSTOPPED(stopped));
+  auto t0 = clock_type::now();
+  const auto first = message_of<tutti::timeout>([&] { client.set("k2", to_bytes("v"), deadline::after(300ms)); });
+  CHECK(first.find("did not answer") != std::string::npos);
+  CHECK(seconds_since(t0) < 1.5);  // its deadline and the reply's allowance (250 ms), not 2 s more
+  t0 = clock_type::now();
+  const auto second = message_of<tutti::timeout>([&] { (void)client.check("k", deadline::after(1s)); });
+  CHECK(seconds_since(t0) < 0.1);  // at once
+  CHECK(second.find("tcp_store at 127.0.0.1:" + std::to_string(port) + " was not asked: it left a call unanswered") !=
+        std::string::npos);
+  CHECK(second.find("did not answer") != std::string::npos);  // and what that was
+  // A call with a long deadline still asks, and is answered once the server runs again.
+  std::thread waker([pid = pid] {
+    std::this_thread::sleep_for(300ms);
+    ::kill(pid, SIGCONT);
+  });
+  t0 = clock_type::now();
+  CHECK(client.check("k", deadline::after(8s)));
+  waker.join();
+  CHECK(seconds_since(t0) >= 0.25);
+  CHECK(client.check("k", deadline::after(300ms)));  // the silence is over: short calls ask again
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
 }
 
 TEST_CASE("tcp_store: limits and arguments are checked before anything is sent") {

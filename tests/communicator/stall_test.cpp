@@ -25,6 +25,8 @@
 #include <tutti/testing/fork_world.hpp>
 #include <tutti/tutti.hpp>
 
+#include "support/stop_for.hpp"
+
 namespace {
 
 using namespace tutti;
@@ -79,16 +81,7 @@ std::string one_verdict(const std::vector<testing::fork_result>& results, const 
   return v;
 }
 
-//! Stops this process now and has a child of its own continue it after `seconds` (alive but stuck).
-void stop_for(int seconds) {
-  const pid_t self = ::getpid();
-  if (::fork() == 0) {
-    ::sleep(static_cast<unsigned>(seconds));
-    ::kill(self, SIGCONT);
-    ::_exit(0);
-  }
-  ::raise(SIGSTOP);
-}
+using tutti_test::stop_for;  // alive but stuck for a while (support/stop_for.hpp)
 
 struct stall_env {
   stall_env(const char* warn, const char* timeout) {

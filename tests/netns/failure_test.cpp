@@ -20,6 +20,8 @@
 #include <tutti/communicator.hpp>
 #include <tutti/transport/multi_node.hpp>
 
+#include "support/stop_for.hpp"
+
 TEST_CASE_TEMPLATE("multi_node failure: a rank killed mid-run is reported as lost on every other rank", Algorithm,
                    tutti::algorithm::ring,
                    tutti::algorithm::hierarchical<tutti::algorithm::direct, tutti::algorithm::ring>) {
@@ -101,13 +103,7 @@ TEST_CASE("multi_node failure (stall): a stopped or skipping rank is named by ev
   try {
     if (comm.rank() == stalled && stop) {
       std::this_thread::sleep_for(std::chrono::milliseconds(600));  // its watchdog posts "returned" first
-      const pid_t self = ::getpid();
-      if (::fork() == 0) {
-        ::sleep(9);
-        ::kill(self, SIGCONT);
-        ::_exit(0);
-      }
-      ::raise(SIGSTOP);
+      tutti_test::stop_for(9);
       comm.allreduce(grads, tutti::op::sum);
     } else if (comm.rank() == stalled) {
       std::this_thread::sleep_for(std::chrono::seconds(9));

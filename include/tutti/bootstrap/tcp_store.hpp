@@ -44,6 +44,7 @@
 #include "tutti/bootstrap/tcp_store/client.hpp"
 #include "tutti/bootstrap/tcp_store/messages.hpp"
 #include "tutti/bootstrap/tcp_store/server.hpp"
+#include "tutti/bootstrap/tcp_store/silence.hpp"
 #include "tutti/bootstrap/tcp_store/socket.hpp"
 #include "tutti/core/config.hpp"
 #include "tutti/core/deadline.hpp"
@@ -285,6 +286,11 @@ class tcp_store {
 
   [[nodiscard]] deadline op_deadline() const { return deadline::after(opt_.timeout); }
 
+  //! How long past its deadline a reply is still awaited: a parked get or wait is answered by the
+  //! server at that deadline, anything else at once.
+  static constexpr std::chrono::milliseconds reply_travel_parked{2000};
+  static constexpr std::chrono::milliseconds reply_travel{250};
+
   [[nodiscard]] static std::uint64_t wait_ms(deadline until) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(until.at() - deadline::clock::now()).count();
     return left > 0 ? static_cast<std::uint64_t>(left) : 0;
@@ -331,14 +337,23 @@ class tcp_store {
   }
 
   tcp_wire::reply call(const tcp_wire::request& r, deadline until, const std::string& what) {
-    auto c = acquire(until);
+    silence_.check(until, tcp_net::rank_prefix(opt_.rank), tcp_net::host_port(connect_host_, port_));
+    // A parked get or wait is answered at its deadline: its reply may take a while to travel.
+    const bool parked = r.type == tcp_wire::frame_type::get || r.type == tcp_wire::frame_type::wait;
+    connection_ptr c;
     tcp_wire::reply reply;
     try {
-      reply = c->call(tcp_wire::encode_request(r), until, what);
+      c = acquire(until);
+      reply = c->call(tcp_wire::encode_request(r), until, what, parked ? reply_travel_parked : reply_travel);
+    } catch (const timeout& e) {  // not reached, or no answer: the server's silence (silence.hpp)
+      if (c) c->close_politely();  // out of step with the server: never reused
+      silence_.heard_nothing(e.what());
+      throw;
     } catch (...) {
-      c->close_politely();  // out of step with the server: never reused
+      if (c) c->close_politely();
       throw;
     }
+    silence_.answered();
     release(std::move(c));
     if (reply.type == tcp_wire::frame_type::error) {
       const auto text = tcp_net::rank_prefix(opt_.rank) + "tcp_store: " + reply.text;
@@ -364,6 +379,7 @@ class tcp_store {
   std::mutex mutex_;
   std::vector<connection_ptr> idle_;
   bool closed_ = false;
+  tcp_detail::server_silence silence_;
 };
 
 static_assert(store<tcp_store>, "bootstrap::tcp_store must satisfy tutti::bootstrap::store");

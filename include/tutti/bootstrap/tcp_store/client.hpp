@@ -30,10 +30,12 @@ class store_connection {
 
   //! Sends a request and returns its reply. `what` says what is waited for, for errors. After an
   //! error the connection is unusable (broken() says so).
-  tcp_wire::reply call(const std::vector<unsigned char>& frame, deadline until, const std::string& what) {
+  //! The reply is awaited until `travel` past `until` (a parked request is answered at `until`).
+  tcp_wire::reply call(const std::vector<unsigned char>& frame, deadline until, const std::string& what,
+                       std::chrono::milliseconds travel) {
     broken_ = true;  // until the reply is in: a throw below leaves the stream out of step
     send_all(frame, until, what);
-    auto [type, payload] = receive(until, max_frame_, what, /*handshake=*/false);
+    auto [type, payload] = receive(deadline(until.at() + travel), max_frame_, what, /*handshake=*/false);
     auto r = tcp_wire::decode_reply(type, payload);
     if (!r)
       throw transport_error(prefix() + "tcp_store at " + where_ + " sent a malformed '" + tcp_wire::type_name(type) +
@@ -109,8 +111,6 @@ class store_connection {
   //! us means it refused us; afterwards it means the server is gone.
   std::pair<tcp_wire::frame_type, std::vector<unsigned char>> receive(deadline until, std::size_t limit,
                                                                       const std::string& what, bool handshake) {
-    // A server-side wait answers at its deadline; allow the reply that long to travel.
-    const deadline hard(until.at() + std::chrono::seconds(2));
     for (;;) {
       const auto r = tcp_wire::parse_frame(in_, limit);
       if (r.what == tcp_wire::parse_result::status::frame) {
@@ -124,10 +124,10 @@ class store_connection {
                               std::string(r.reason));
       }
       pollfd p{fd_.get(), POLLIN, 0};
-      const int rc = ::poll(&p, 1, tcp_net::ms_left(hard, 1000));
+      const int rc = ::poll(&p, 1, tcp_net::ms_left(until, 1000));
       if (rc < 0 && errno != EINTR) throw transport_error(prefix() + "tcp_store: poll: " + tcp_net::errno_text(errno));
       if (rc <= 0) {
-        if (hard.passed())
+        if (until.passed())
           throw timeout(prefix() + "tcp_store at " + where_ + " did not answer " + what + " before the deadline");
         continue;
       }
