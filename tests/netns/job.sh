@@ -1,6 +1,7 @@
 # A job of fault_worker.cpp ranks across the namespace hosts, and reading what they said (sourced
 # by faults.sh and soak.sh after lib.sh; they set `world` (ranks, 2 per host), `worker`,
-# `per_rank_limit`). Each job's logs: $netns_tmp/run<RUN>.rank<R>.log.
+# `per_rank_limit`). Each job's logs: $netns_tmp/run<RUN>.rank<R>.log (under mpirun, links to its
+# per-rank files; mpirun's own output in run<RUN>.mpirun.log).
 pids=()
 start_job() {  # start_job RUN PHASE [VAR=VALUE...]
   local run=$1 phase=$2 r key; shift 2
@@ -12,6 +13,22 @@ start_job() {  # start_job RUN PHASE [VAR=VALUE...]
       timeout -s KILL "$per_rank_limit" "$worker" >"$netns_tmp/run$run.rank$r.log" 2>&1 &
     pids[$r]=$!
   done
+}
+# start_mpi_job RUN PHASE [VAR=VALUE...]: the same job started by Open MPI's mpirun (`mpirun`, its
+# path) from host 0, 2 ranks per host, with no tutti variable (PMIx rendezvous); sets
+# `launcher_pid`. Each rank's output goes to mpirun's --output-filename files, linked as above.
+start_mpi_job() {
+  local run=$1 phase=$2 r v out=$netns_tmp/mpi$1 agent=$netns_tmp/agent.sh; shift 2
+  [[ -x $agent ]] || netns_rsh_agent "$agent"
+  for ((r = 0; r < world; r++)); do ln -sf "$out/1/rank.$r/stdout" "$netns_tmp/run$run.rank$r.log"; done
+  local exports=(-x TUTTI_TIMEOUT -x TUTTI_STALL_WARN -x TUTTI_FAULT_SECONDS -x TUTTI_FAULT_PHASE)
+  for v in "$@"; do exports+=(-x "${v%%=*}"); done
+  on_host 0 env -u TUTTI_STORE_ADDR -u TUTTI_JOB_KEY -u TUTTI_JOB_KEY_FILE -u MASTER_ADDR -u MASTER_PORT \
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TUTTI_FAULT_PHASE="$phase" "$@" \
+    timeout -s KILL "$per_rank_limit" "$mpirun" --host h0:2,h1:2 -np "$world" --bind-to none \
+    --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include eth1 --mca btl self,tcp --output-filename "$out" \
+    "${exports[@]}" "$worker" >"$netns_tmp/run$run.mpirun.log" 2>&1 &
+  launcher_pid=$!
 }
 wait_ready() {  # wait_ready RUN: every rank printed `ready` (bounded: 20 s)
   local r _

@@ -68,7 +68,9 @@ class store_connection {
 
   void authenticate(const job_key& key, deadline until) {
     const std::string what = "the handshake";
-    auto [t1, p1] = receive(until, tcp_wire::max_handshake_payload, what, true);
+    // The server sends its challenge as it accepts, before it has seen anything of ours: a
+    // connection closed before that is a server gone or going (its rank killed), not a refusal.
+    auto [t1, p1] = receive(until, tcp_wire::max_handshake_payload, what, true, /*closed_means_refused=*/false);
     const auto server_nonce = tcp_wire::decode_challenge(p1);
     if (t1 != tcp_wire::frame_type::challenge || !server_nonce)
       auth_failed("the server did not start with a challenge (not a tutti store?)");
@@ -107,10 +109,11 @@ class store_connection {
     }
   }
 
-  //! The next frame (type and a copy of its payload). During the handshake the server closing on
-  //! us means it refused us; afterwards it means the server is gone.
+  //! The next frame (type and a copy of its payload). During the handshake, once the server has
+  //! seen our answer, the server closing on us means it refused us; otherwise the server is gone.
   std::pair<tcp_wire::frame_type, std::vector<unsigned char>> receive(deadline until, std::size_t limit,
-                                                                      const std::string& what, bool handshake) {
+                                                                      const std::string& what, bool handshake,
+                                                                      bool closed_means_refused = true) {
     for (;;) {
       const auto r = tcp_wire::parse_frame(in_, limit);
       if (r.what == tcp_wire::parse_result::status::frame) {
@@ -139,7 +142,7 @@ class store_connection {
       }
       if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
       const std::string why = n == 0 ? "the server closed the connection" : tcp_net::errno_text(errno);
-      if (handshake) auth_failed(why);
+      if (handshake && closed_means_refused) auth_failed(why);
       lost(what, why);
     }
   }
