@@ -30,6 +30,8 @@
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
 
+#include "support/launch_self.hpp"
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -120,22 +122,15 @@ TEST_CASE("job key: under tutti-run the key is in the ranks' environment only, n
   const std::string dir = "/tmp/tutti-key-launch-" + std::to_string(::getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::string self = fs::read_symlink("/proc/self/exe").string();
-  const pid_t launcher = ::fork();
+  const pid_t launcher = tutti_test::launch_self(
+      {TUTTI_TEST_RUN_PATH, {"-n", "2"}, "job key rank:*",
+       {{"TUTTI_KEY_TEST_DIR", dir},
+        {"TUTTI_LOG", "debug"},  // every log line the store writes, to look through
+        // tutti-run makes the key and the address
+        {"TUTTI_JOB_KEY", std::nullopt}, {"TUTTI_JOB_KEY_FILE", std::nullopt}, {"TUTTI_STORE_ADDR", std::nullopt},
+        {"MASTER_ADDR", std::nullopt}, {"MASTER_PORT", std::nullopt}},
+       dir + "/out", dir + "/err"});
   REQUIRE(launcher >= 0);
-  if (launcher == 0) {
-    ::setenv("TUTTI_KEY_TEST_DIR", dir.c_str(), 1);
-    ::setenv("TUTTI_LOG", "debug", 1);  // every log line the store writes, to look through
-    for (const char* v : {"TUTTI_JOB_KEY", "TUTTI_JOB_KEY_FILE", "TUTTI_STORE_ADDR", "MASTER_ADDR", "MASTER_PORT"})
-      ::unsetenv(v);  // tutti-run makes the key and the address
-    const int out = ::open((dir + "/out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int err = ::open((dir + "/err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    ::execl(TUTTI_TEST_RUN_PATH, "tutti-run", "-n", "2", "--", self.c_str(), "--no-skip",
-            "--test-case=job key rank:*", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
   const auto until = clock_type::now() + 60s;
   bool ready = true;
   for (int r = 0; r < 2; ++r) ready = ready && wait_for(dir + "/ready." + std::to_string(r), launcher, until);
@@ -164,12 +159,7 @@ TEST_CASE("job key: under tutti-run the key is in the ranks' environment only, n
     }
   }
   std::ofstream(dir + "/scanned") << "done\n";
-  int status = -1;
-  while (::waitpid(launcher, &status, WNOHANG) == 0 && clock_type::now() < until) std::this_thread::sleep_for(20ms);
-  if (clock_type::now() >= until) {  // bounded: a hung job is killed, the test fails
-    ::kill(launcher, SIGKILL);
-    ::waitpid(launcher, &status, 0);
-  }
+  const int status = tutti_test::wait_bounded(launcher, until);
   const auto out = read_file(dir + "/out"), err = read_file(dir + "/err");
   INFO("stdout:\n" << out << "\nstderr:\n" << err);
   REQUIRE(ready);

@@ -7,6 +7,7 @@
 //! variable that was set, and nothing else escapes (no std::invalid_argument from a stoi, no crash).
 #include <stdlib.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -33,16 +34,24 @@ namespace {
 
 using tutti_fuzz::require;
 
-constexpr std::array<const char*, 44> variables{
-    "TUTTI_TIMEOUT", "TUTTI_CHUNK_BYTES", "TUTTI_CHECK", "TUTTI_STALL_TIMEOUT", "TUTTI_STALL_WARN",
-    "TUTTI_RANK", "TUTTI_WORLD_SIZE", "TUTTI_LOCAL_RANK", "TUTTI_LOCAL_SIZE", "TUTTI_JOB_ID", "TUTTI_NODE_ID",
-    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID",
-    "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_NUM_NODES", "MASTER_ADDR", "MASTER_PORT", "TUTTI_STORE_ADDR",
-    "TUTTI_STORE_PORT", "TUTTI_STORE_MAX_FRAME", "TUTTI_NET_IFACE", "TUTTI_NET_PROBE_TIMEOUT", "TUTTI_LOG",
-    "TUTTI_FUSION_THRESHOLD", "TUTTI_CYCLE_TIME", "TUTTI_FUSION_OVERLAP", "TUTTI_AUTOTUNE",
-    "TUTTI_AUTOTUNE_MAX_SAMPLES", "TUTTI_AUTOTUNE_SEED", "TUTTI_SHM_SLOTS", "TUTTI_SHM_SLOT_BYTES",
-    "TUTTI_SHM_POOL_BYTES", "TUTTI_TRANSPORT", "TUTTI_UCX_RNDV_THRESH"};
+//! tutti's own variables, then every launcher's from rank_info's table (so a launcher added there
+//! is fuzzed too), each once.
+const std::vector<const char*> variables = [] {
+  std::vector<const char*> out{
+      "TUTTI_TIMEOUT", "TUTTI_CHUNK_BYTES", "TUTTI_CHECK", "TUTTI_STALL_TIMEOUT", "TUTTI_STALL_WARN",
+      "TUTTI_JOB_ID", "TUTTI_NODE_ID", "MASTER_ADDR", "MASTER_PORT", "TUTTI_STORE_ADDR", "TUTTI_STORE_PORT",
+      "TUTTI_STORE_MAX_FRAME", "TUTTI_NET_IFACE", "TUTTI_NET_PROBE_TIMEOUT", "TUTTI_LOG", "TUTTI_FUSION_THRESHOLD",
+      "TUTTI_CYCLE_TIME", "TUTTI_FUSION_OVERLAP", "TUTTI_AUTOTUNE", "TUTTI_AUTOTUNE_MAX_SAMPLES",
+      "TUTTI_AUTOTUNE_SEED", "TUTTI_SHM_SLOTS", "TUTTI_SHM_SLOT_BYTES", "TUTTI_SHM_POOL_BYTES", "TUTTI_TRANSPORT",
+      "TUTTI_UCX_RNDV_THRESH", "SLURM_JOB_NUM_NODES"};
+  const auto add = [&](const char* v) {
+    if (v && std::find_if(out.begin(), out.end(), [&](const char* o) { return std::string_view(o) == v; }) == out.end())
+      out.push_back(v);
+  };
+  for (const auto& l : tutti::detail::launchers)
+    for (const char* v : {l.marker, l.rank, l.size, l.local_rank, l.local_size}) add(v);
+  return out;
+}();
 
 //! Runs one reader: it returns, or refuses naming one of the variables set.
 template <class F>

@@ -30,6 +30,8 @@
 #include <tutti/trainer/optimizer.hpp>
 #include <tutti/transport/multi_node.hpp>
 
+#include "support/least_squares.hpp"
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -46,59 +48,9 @@ bool go_on(comm_t& comm, clock_type::time_point start, double seconds) {
   return flag[0] == 1;
 }
 
-//! y = W x + b on synthetic data, its gradients handed over as backward makes them.
-struct tiny_model {
-  struct batch_type {
-    std::vector<float> x, t;
-    std::size_t n = 0;
-  };
-  static constexpr std::size_t in = 16, out = 8;
-  std::vector<float> w = std::vector<float>(in * out, 0.01f), b = std::vector<float>(out);
-  std::vector<float> gw = std::vector<float>(in * out), gb = std::vector<float>(out);
-  std::vector<tutti::trainer::parameter> parameters() { return {{"w", w, gw}, {"b", b, gb}}; }
-  tutti::trainer::metrics forward_backward(const batch_type& batch, const tutti::trainer::gradient_ready& ready) {
-    std::fill(gw.begin(), gw.end(), 0.f);
-    std::fill(gb.begin(), gb.end(), 0.f);
-    double loss = 0;
-    for (std::size_t r = 0; r < batch.n; ++r)
-      for (std::size_t o = 0; o < out; ++o) {
-        float y = b[o];
-        for (std::size_t i = 0; i < in; ++i) y += w[o * in + i] * batch.x[r * in + i];
-        const float e = y - batch.t[r * out + o];
-        loss += 0.5 * e * e;
-        gb[o] += e / static_cast<float>(batch.n);
-        for (std::size_t i = 0; i < in; ++i) gw[o * in + i] += e * batch.x[r * in + i] / static_cast<float>(batch.n);
-      }
-    ready(1);
-    ready(0);
-    return {{"loss", loss / static_cast<double>(batch.n)}};
-  }
-  tutti::trainer::metrics evaluate(const batch_type&) { return {{"loss", 0.0}}; }
-};
-
-struct tiny_data {
-  std::vector<float> x, t;
-  tiny_data() {
-    std::mt19937 rng(7);
-    std::normal_distribution<float> g;
-    x.resize(size() * tiny_model::in);
-    t.resize(size() * tiny_model::out);
-    for (auto& v : x) v = g(rng);
-    for (auto& v : t) v = g(rng);
-  }
-  [[nodiscard]] std::size_t size() const { return 4096; }
-  [[nodiscard]] tiny_model::batch_type batch(std::span<const std::size_t> idx) const {
-    tiny_model::batch_type b;
-    b.n = idx.size();
-    for (auto r : idx) {
-      b.x.insert(b.x.end(), x.begin() + static_cast<std::ptrdiff_t>(r * tiny_model::in),
-                 x.begin() + static_cast<std::ptrdiff_t>((r + 1) * tiny_model::in));
-      b.t.insert(b.t.end(), t.begin() + static_cast<std::ptrdiff_t>(r * tiny_model::out),
-                 t.begin() + static_cast<std::ptrdiff_t>((r + 1) * tiny_model::out));
-    }
-    return b;
-  }
-};
+//! y = W x + b on synthetic data (support/least_squares.hpp), its gradients handed over as backward makes them.
+using tiny_model = tutti_test::least_squares_model<16, 8>;
+using tiny_data = tutti_test::least_squares_data<tiny_model>;
 
 //! One unit of the phase's work; throws what the communicator throws.
 struct work {
@@ -106,7 +58,7 @@ struct work {
   std::string phase;
   std::vector<float> big = std::vector<float>(1 << 18);
   std::vector<std::vector<float>> grads;
-  tiny_data data;
+  tiny_data data{4096};
 
   std::size_t turn = 0;
 
@@ -130,7 +82,7 @@ struct work {
       for (auto& g : grads)
         if (g.front() != want || g.back() != want) wrong("allreduce_async gave " + std::to_string(g.front()));
     } else {
-      tiny_model model;
+      tiny_model model(7);
       tutti::trainer::sgd opt;
       tutti::trainer::trainer_options o;
       o.global_batch_size = 64;

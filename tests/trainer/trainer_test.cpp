@@ -22,6 +22,8 @@
 #include <tutti/transport/inproc.hpp>
 #include <tutti/tutti.hpp>
 
+#include "support/least_squares.hpp"
+
 using namespace tutti;
 using namespace tutti::trainer;
 
@@ -39,90 +41,12 @@ void jitter() {
   std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, jitter_us.load())(rng)));
 }
 
-//! y = W x + b, loss = mean over the batch of ½‖y − t‖². Gradients are written last parameter
-//! first (b, then W), each handed over as soon as it is final, like a real backward pass.
-struct linear_model {
-  struct batch_type {
-    std::vector<float> x, t;  // row-major, one record per row
-    std::size_t n = 0;
-  };
-  std::vector<float> w = std::vector<float>(inputs * outputs), b = std::vector<float>(outputs);
-  std::vector<float> gw = std::vector<float>(inputs * outputs), gb = std::vector<float>(outputs);
-  double largest_term = 0;  //!< max over steps of the largest |term| a gradient entry sums (for the fp32 bound)
-
-  explicit linear_model(unsigned seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-0.5f, 0.5f);
-    for (auto& v : w) v = u(rng);
-    for (auto& v : b) v = u(rng);
-  }
-  std::vector<parameter> parameters() { return {{"w", w, gw}, {"b", b, gb}}; }
-
-  metrics forward_backward(const batch_type& batch, const gradient_ready& ready) {
-    std::fill(gw.begin(), gw.end(), 0.f);
-    std::fill(gb.begin(), gb.end(), 0.f);
-    double loss = 0;
-    const float inv = 1.0f / static_cast<float>(batch.n);
-    for (std::size_t r = 0; r < batch.n; ++r)
-      for (std::size_t o = 0; o < outputs; ++o) {
-        float y = b[o];
-        for (std::size_t i = 0; i < inputs; ++i) y += w[o * inputs + i] * batch.x[r * inputs + i];
-        const float e = y - batch.t[r * outputs + o];
-        loss += 0.5 * e * e;
-        gb[o] += e * inv;
-        largest_term = std::max(largest_term, std::abs(static_cast<double>(e)));
-        for (std::size_t i = 0; i < inputs; ++i) {
-          gw[o * inputs + i] += e * batch.x[r * inputs + i] * inv;
-          largest_term = std::max(largest_term, std::abs(static_cast<double>(e * batch.x[r * inputs + i])));
-        }
-      }
-    jitter();
-    ready(1);
-    jitter();
-    ready(0);
-    return {{"loss", loss / static_cast<double>(batch.n)}};
-  }
-  metrics evaluate(const batch_type& batch) {
-    double loss = 0;
-    for (std::size_t r = 0; r < batch.n; ++r)
-      for (std::size_t o = 0; o < outputs; ++o) {
-        float y = b[o];
-        for (std::size_t i = 0; i < inputs; ++i) y += w[o * inputs + i] * batch.x[r * inputs + i];
-        const float e = y - batch.t[r * outputs + o];
-        loss += 0.5 * e * e;
-      }
-    return {{"loss", loss / static_cast<double>(batch.n)}};
-  }
+//! The least-squares model (support/least_squares.hpp), its backward pausing as jitter_us says.
+struct linear_model : tutti_test::least_squares_model<inputs, outputs> {
+  explicit linear_model(unsigned seed) : least_squares_model(seed) { before_each_gradient = jitter; }
 };
 static_assert(model<linear_model>);
-
-struct synthetic_data {
-  std::vector<float> x, t;
-  std::size_t records;
-  explicit synthetic_data(std::size_t n, unsigned seed = 3) : records(n) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> g(0.f, 1.f);
-    x.resize(n * inputs);
-    t.resize(n * outputs);
-    for (auto& v : x) v = g(rng);
-    for (std::size_t r = 0; r < n; ++r)
-      for (std::size_t o = 0; o < outputs; ++o) {
-        float y = 0.3f * static_cast<float>(o);
-        for (std::size_t i = 0; i < inputs; ++i) y += 0.1f * static_cast<float>(i + o) * x[r * inputs + i];
-        t[r * outputs + o] = y + 0.05f * g(rng);
-      }
-  }
-  [[nodiscard]] std::size_t size() const { return records; }
-  [[nodiscard]] linear_model::batch_type batch(std::span<const std::size_t> idx) const {
-    linear_model::batch_type b;
-    b.n = idx.size();
-    for (auto r : idx) {
-      b.x.insert(b.x.end(), x.begin() + static_cast<std::ptrdiff_t>(r * inputs), x.begin() + static_cast<std::ptrdiff_t>((r + 1) * inputs));
-      b.t.insert(b.t.end(), t.begin() + static_cast<std::ptrdiff_t>(r * outputs), t.begin() + static_cast<std::ptrdiff_t>((r + 1) * outputs));
-    }
-    return b;
-  }
-};
+using synthetic_data = tutti_test::least_squares_data<linear_model>;
 
 // A 200 us negotiation cycle, so a step's two gradients could land in different rounds: the
 // trainer's fixed buckets (gradient_buckets.hpp) make the fused batches, and so the bits, the same

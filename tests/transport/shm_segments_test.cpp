@@ -22,6 +22,8 @@
 
 #include <tutti/testing/fork_world.hpp>
 
+#include "support/launch_self.hpp"
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -143,26 +145,11 @@ TEST_CASE("shm segments: a rank SIGKILLed during start-up leaves nothing once tu
   const std::string dir = "/tmp/tutti-shmsegkill-" + std::to_string(::getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::string self = fs::read_symlink("/proc/self/exe").string();
-  const pid_t launcher = ::fork();
+  const pid_t launcher = tutti_test::launch_self(
+      {TUTTI_TEST_RUN_PATH, {"-n", "2", "--job-id", job, "--linger", "0", "--grace", "1"}, "shm segments rank:*",
+       {{"TUTTI_SHMSEG_TEST_DIR", dir}}, dir + "/err", dir + "/err"});
   REQUIRE(launcher >= 0);
-  if (launcher == 0) {
-    ::alarm(60);  // bounded even if everything else fails
-    ::setenv("TUTTI_SHMSEG_TEST_DIR", dir.c_str(), 1);
-    const int err = ::open((dir + "/err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(err, 1);
-    ::dup2(err, 2);
-    ::execl(TUTTI_TEST_RUN_PATH, "tutti-run", "-n", "2", "--job-id", job.c_str(), "--linger", "0", "--grace", "1",
-            "--", self.c_str(), "--no-skip", "--test-case=shm segments rank:*", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = -1;
-  const auto until = clock_type::now() + 60s;
-  while (::waitpid(launcher, &status, WNOHANG) == 0 && clock_type::now() < until) std::this_thread::sleep_for(20ms);
-  if (clock_type::now() >= until) {
-    ::kill(launcher, SIGKILL);
-    ::waitpid(launcher, &status, 0);
-  }
+  const int status = tutti_test::wait_bounded(launcher, clock_type::now() + 60s);
   const auto err = read_file(dir + "/err");
   INFO("tutti-run's output:\n" << err);
   CHECK(fs::exists(dir + "/seen"));  // rank 0's segment existed when it was killed
