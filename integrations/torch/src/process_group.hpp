@@ -2,8 +2,11 @@
 //! whose collectives are a tutti communicator's.
 //!
 //! First slice, and only that (docs/pytorch.md says what is built): one host, transport::shm,
-//! algorithm::automatic; every call runs to completion in the calling thread and returns a Work
-//! that is already complete (its future too, for DDP). Rendezvous: torch's own Store, the one
+//! algorithm::automatic. Arguments are checked in the calling thread (a refusal raises there, as
+//! torch's own backends do); the collective then runs on the group's one worker thread, in the order
+//! the calls were made (the same on every rank), and its Work completes when it has run: wait()
+//! (with torch's optional timeout) returns or raises the collective's tutti::error, and the Work's
+//! future (what DDP waits on) completes with it. Rendezvous: torch's own Store, the one
 //! init_process_group made (env://, tcp://, or a Store passed in): rank 0 writes a fresh job id there
 //! and every rank reads it, so the shm segments of two groups never collide. torch's store and not
 //! tutti's: under torchrun torch's TCPStore already holds MASTER_PORT, and a process group's keys
@@ -14,9 +17,14 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <tutti/tutti.hpp>
@@ -64,25 +72,69 @@ inline const at::Tensor& only_tensor(const std::vector<at::Tensor>& ts, const ch
   return ts.front();
 }
 
-//! A Work that is complete when made: its result, or the error the collective threw.
-class completed_work : public c10d::Work {
+//! A collective's Work: completed by the group's worker once the collective has run (finish()
+//! wakes wait(), which rethrows its error), and its future with it.
+class collective_work : public c10d::Work {
  public:
-  completed_work(int rank, c10d::OpType type, std::vector<at::Tensor> result, std::exception_ptr failed)
+  collective_work(int rank, c10d::OpType type, std::vector<at::Tensor> result)
       : c10d::Work(rank, type), result_(std::move(result)),
-        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
-    if (failed) {
-      future_->setError(failed);
-    } else {
-      future_->markCompleted(c10::IValue(result_));
-    }
-    finish(failed);
-  }
+        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
   std::vector<at::Tensor> result() override { return result_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
+  //! The worker's: the collective ran, and failed with `failed` unless it is null.
+  void complete(std::exception_ptr failed) {
+    finish(failed);
+    if (failed) future_->setError(failed);
+    else future_->markCompleted(c10::IValue(result_));
+  }
+
  private:
-  std::vector<at::Tensor> result_;
+  std::vector<at::Tensor> result_;  // held until the collective has run: its tensors stay alive
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+//! One thread that runs a group's collectives one after another, in the order they were queued.
+class worker_thread {
+ public:
+  worker_thread() : thread_([this] { loop(); }) {}
+  worker_thread(const worker_thread&) = delete;
+  worker_thread& operator=(const worker_thread&) = delete;
+  //! Runs what is queued, then ends.
+  ~worker_thread() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  void post(std::function<void()> task) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(task));
+    }
+    wake_.notify_one();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      auto task = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: started once the queue exists
 };
 
 class process_group : public c10d::ProcessGroup {
@@ -106,59 +158,66 @@ class process_group : public c10d::ProcessGroup {
   const std::string getBackendName() const override { return "tutti"; }
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override {
-    return run(c10d::OpType::ALLREDUCE, tensors, [&] {
-      comm_->allreduce(view_of(only_tensor(tensors, "allreduce"), "allreduce"), op_of(opts.reduceOp, "allreduce"));
-    });
+    const auto v = view_of(only_tensor(tensors, "allreduce"), "allreduce");
+    const auto o = op_of(opts.reduceOp, "allreduce");
+    return queue(c10d::OpType::ALLREDUCE, tensors, [=](communicator_type& c) { c.allreduce(v, o); });
   }
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                      const c10d::AllreduceCoalescedOptions& opts) override {
-    return run(c10d::OpType::ALLREDUCE_COALESCED, tensors, [&] {
-      for (auto& t : tensors) comm_->allreduce(view_of(t, "allreduce_coalesced"), op_of(opts.reduceOp, "allreduce_coalesced"));
+    std::vector<tutti::tensor_view> vs;
+    for (const auto& t : tensors) vs.push_back(view_of(t, "allreduce_coalesced"));
+    const auto o = op_of(opts.reduceOp, "allreduce_coalesced");
+    return queue(c10d::OpType::ALLREDUCE_COALESCED, tensors, [=](communicator_type& c) {
+      for (const auto& v : vs) c.allreduce(v, o);
     });
   }
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override {
-    return run(c10d::OpType::BROADCAST, tensors, [&] {
-      comm_->broadcast(view_of(only_tensor(tensors, "broadcast"), "broadcast"), static_cast<int>(opts.rootRank));
-    });
+    const auto v = view_of(only_tensor(tensors, "broadcast"), "broadcast");
+    const int root = static_cast<int>(opts.rootRank);
+    return queue(c10d::OpType::BROADCAST, tensors, [=](communicator_type& c) { c.broadcast(v, root); });
   }
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
-    return run(c10d::OpType::REDUCE, tensors, [&] {
-      comm_->reduce(view_of(only_tensor(tensors, "reduce"), "reduce"), op_of(opts.reduceOp, "reduce"),
-                    static_cast<int>(opts.rootRank));
-    });
+    const auto v = view_of(only_tensor(tensors, "reduce"), "reduce");
+    const auto o = op_of(opts.reduceOp, "reduce");
+    const int root = static_cast<int>(opts.rootRank);
+    return queue(c10d::OpType::REDUCE, tensors, [=](communicator_type& c) { c.reduce(v, o, root); });
   }
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                                            const c10d::AllgatherOptions&) override {
-    return run(c10d::OpType::ALLGATHER, inputs, [&] {
-      const auto& in = only_tensor(inputs, "allgather");
-      TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
-                  "tutti: allgather: one list of ", getSize(), " output tensors expected");
-      auto flat = at::empty({getSize() * in.numel()}, in.options());
-      comm_->allgather(view_of(in, "allgather"), view_of(flat, "allgather"));
-      for (int r = 0; r < getSize(); ++r) outputs[0][r].copy_(flat.narrow(0, r * in.numel(), in.numel()).view_as(in));
+    const auto& in = only_tensor(inputs, "allgather");
+    const auto iv = view_of(in, "allgather");
+    TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
+                "tutti: allgather: one list of ", getSize(), " output tensors expected");
+    for (const auto& o : outputs[0])
+      TORCH_CHECK(o.numel() == in.numel() && o.scalar_type() == in.scalar_type(),
+                  "tutti: allgather: every output tensor must be the input's size and dtype");
+    auto flat = at::empty({getSize() * in.numel()}, in.options());
+    const auto fv = view_of(flat, "allgather");
+    std::vector<at::Tensor> outs = outputs[0];
+    return queue(c10d::OpType::ALLGATHER, outs, [=, n = in.numel(), size = getSize()](communicator_type& c) {
+      c.allgather(iv, fv);
+      for (int r = 0; r < size; ++r) outs[static_cast<std::size_t>(r)].copy_(flat.narrow(0, r * n, n).view_as(outs[0]));
     });
   }
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions&) override {
-    std::vector<at::Tensor> out{output};
-    return run(c10d::OpType::_ALLGATHER_BASE, out, [&] {
-      TORCH_CHECK(output.numel() == input.numel() * getSize(), "tutti: all_gather_into_tensor: the output holds ",
-                  output.numel(), " elements, ", getSize(), " x ", input.numel(), " expected");
-      comm_->allgather(view_of(input, "all_gather_into_tensor"), view_of(output, "all_gather_into_tensor"));
-    });
+    TORCH_CHECK(output.numel() == input.numel() * getSize(), "tutti: all_gather_into_tensor: the output holds ",
+                output.numel(), " elements, ", getSize(), " x ", input.numel(), " expected");
+    const auto iv = view_of(input, "all_gather_into_tensor");
+    const auto ov = view_of(output, "all_gather_into_tensor");
+    return queue(c10d::OpType::_ALLGATHER_BASE, {output, input}, [=](communicator_type& c) { c.allgather(iv, ov); });
   }
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                       const c10d::ReduceScatterOptions& opts) override {
-    std::vector<at::Tensor> out{output};
-    return run(c10d::OpType::_REDUCE_SCATTER_BASE, out, [&] {
-      TORCH_CHECK(input.numel() == output.numel() * getSize(), "tutti: reduce_scatter_tensor: the input holds ",
-                  input.numel(), " elements, ", getSize(), " x ", output.numel(), " expected");
-      comm_->reduce_scatter(view_of(input, "reduce_scatter_tensor"), view_of(output, "reduce_scatter_tensor"),
-                            op_of(opts.reduceOp, "reduce_scatter_tensor"));
-    });
+    TORCH_CHECK(input.numel() == output.numel() * getSize(), "tutti: reduce_scatter_tensor: the input holds ",
+                input.numel(), " elements, ", getSize(), " x ", output.numel(), " expected");
+    const auto iv = view_of(input, "reduce_scatter_tensor");
+    const auto ov = view_of(output, "reduce_scatter_tensor");
+    const auto o = op_of(opts.reduceOp, "reduce_scatter_tensor");
+    return queue(c10d::OpType::_REDUCE_SCATTER_BASE, {output, input},
+                 [=](communicator_type& c) { c.reduce_scatter(iv, ov, o); });
   }
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions&) override {
-    std::vector<at::Tensor> none;
-    return run(c10d::OpType::BARRIER, none, [&] { comm_->barrier(); });
+    return queue(c10d::OpType::BARRIER, {}, [](communicator_type& c) { c.barrier(); });
   }
 
  private:
@@ -175,20 +234,24 @@ class process_group : public c10d::ProcessGroup {
     return {bytes.begin(), bytes.end()};
   }
 
+  //! Queues `body` for the worker; the Work holds `keep` (the call's tensors) until it has run.
   template <class F>
-  c10::intrusive_ptr<c10d::Work> run(c10d::OpType type, const std::vector<at::Tensor>& result, F&& body) {
-    std::exception_ptr failed;
-    try {
-      body();
-    } catch (const c10::Error&) {
-      throw;  // a refused argument: raised at the call, as torch's own backends do
-    } catch (...) {
-      failed = std::current_exception();  // the collective's tutti::error: raised by wait()
-    }
-    return c10::make_intrusive<completed_work>(getRank(), type, result, failed);
+  c10::intrusive_ptr<c10d::Work> queue(c10d::OpType type, std::vector<at::Tensor> keep, F&& body) {
+    auto work = c10::make_intrusive<collective_work>(getRank(), type, std::move(keep));
+    worker_->post([this, work, body = std::forward<F>(body)]() mutable {
+      std::exception_ptr failed;
+      try {
+        body(*comm_);
+      } catch (...) {
+        failed = std::current_exception();  // the collective's tutti::error: raised by wait()
+      }
+      work->complete(failed);
+    });
+    return work;
   }
 
   std::unique_ptr<communicator_type> comm_;
+  std::unique_ptr<worker_thread> worker_ = std::make_unique<worker_thread>();  // destroyed first: runs what is queued
 };
 
 }  // namespace tutti_torch

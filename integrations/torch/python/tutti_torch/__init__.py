@@ -4,7 +4,8 @@
     import tutti_torch  # noqa: F401
     dist.init_process_group("tutti", ...)
 
-First slice (docs/pytorch.md): one host, shared memory, every call completed before it returns.
+First slice (docs/pytorch.md): one host, shared memory; collectives run in call order on the
+group's worker thread and their Work completes when they have run.
 """
 import torch.distributed as dist
 
