@@ -76,8 +76,8 @@ inline const at::Tensor& only_tensor(const std::vector<at::Tensor>& ts, const ch
 //! wakes wait(), which rethrows its error), and its future with it.
 class collective_work : public c10d::Work {
  public:
-  collective_work(int rank, c10d::OpType type, std::vector<at::Tensor> result)
-      : c10d::Work(rank, type), result_(std::move(result)),
+  collective_work(int rank, c10d::OpType type, std::vector<at::Tensor> result, std::vector<at::Tensor> held)
+      : c10d::Work(rank, type), result_(std::move(result)), held_(std::move(held)),
         future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
   std::vector<at::Tensor> result() override { return result_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
@@ -90,7 +90,8 @@ class collective_work : public c10d::Work {
   }
 
  private:
-  std::vector<at::Tensor> result_;  // held until the collective has run: its tensors stay alive
+  std::vector<at::Tensor> result_;  // the outputs, alive until the Work goes
+  std::vector<at::Tensor> held_;    // the inputs and temporaries the collective reads, likewise
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
@@ -197,14 +198,14 @@ class process_group : public c10d::ProcessGroup {
     return queue(c10d::OpType::ALLGATHER, outs, [=, n = in.numel(), size = getSize()](communicator_type& c) {
       c.allgather(iv, fv);
       for (int r = 0; r < size; ++r) outs[static_cast<std::size_t>(r)].copy_(flat.narrow(0, r * n, n).view_as(outs[0]));
-    });
+    }, {in, flat});
   }
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions&) override {
     TORCH_CHECK(output.numel() == input.numel() * getSize(), "tutti: all_gather_into_tensor: the output holds ",
                 output.numel(), " elements, ", getSize(), " x ", input.numel(), " expected");
     const auto iv = view_of(input, "all_gather_into_tensor");
     const auto ov = view_of(output, "all_gather_into_tensor");
-    return queue(c10d::OpType::_ALLGATHER_BASE, {output, input}, [=](communicator_type& c) { c.allgather(iv, ov); });
+    return queue(c10d::OpType::_ALLGATHER_BASE, {output}, [=](communicator_type& c) { c.allgather(iv, ov); }, {input});
   }
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                       const c10d::ReduceScatterOptions& opts) override {
@@ -213,8 +214,52 @@ class process_group : public c10d::ProcessGroup {
     const auto iv = view_of(input, "reduce_scatter_tensor");
     const auto ov = view_of(output, "reduce_scatter_tensor");
     const auto o = op_of(opts.reduceOp, "reduce_scatter_tensor");
-    return queue(c10d::OpType::_REDUCE_SCATTER_BASE, {output, input},
-                 [=](communicator_type& c) { c.reduce_scatter(iv, ov, o); });
+    return queue(c10d::OpType::_REDUCE_SCATTER_BASE, {output},
+                 [=](communicator_type& c) { c.reduce_scatter(iv, ov, o); }, {input});
+  }
+  //! all_to_all_single with equal splits (none given, or all equal); unequal splits are refused.
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+                                               std::vector<int64_t>& input_splits, const c10d::AllToAllOptions&) override {
+    const auto equal = [&](const std::vector<int64_t>& splits, const at::Tensor& t) {
+      if (splits.empty()) return true;
+      const int64_t rows = t.dim() ? t.size(0) : 0;
+      for (auto s : splits)
+        if (s * getSize() != rows) return false;
+      return true;
+    };
+    TORCH_CHECK(equal(output_splits, output) && equal(input_splits, input),
+                "tutti: all_to_all_single: only equal splits are supported (unequal split sizes are not built yet)");
+    TORCH_CHECK(input.numel() == output.numel() && input.numel() % getSize() == 0,
+                "tutti: all_to_all_single: input and output must hold the same number of elements, a multiple of ",
+                getSize(), " (got ", input.numel(), " and ", output.numel(), ")");
+    const auto iv = view_of(input, "all_to_all_single");
+    const auto ov = view_of(output, "all_to_all_single");
+    return queue(c10d::OpType::ALLTOALL_BASE, {output}, [=](communicator_type& c) { c.alltoall(iv, ov); }, {input});
+  }
+  //! all_to_all of one tensor per rank, all the same size: packed into one buffer each way.
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions&) override {
+    TORCH_CHECK(static_cast<int>(inputs.size()) == getSize() && static_cast<int>(outputs.size()) == getSize(),
+                "tutti: all_to_all: one input and one output tensor per rank expected");
+    for (std::size_t r = 0; r < inputs.size(); ++r)
+      TORCH_CHECK(inputs[r].numel() == inputs[0].numel() && outputs[r].numel() == inputs[0].numel() &&
+                      inputs[r].scalar_type() == inputs[0].scalar_type() &&
+                      outputs[r].scalar_type() == inputs[0].scalar_type(),
+                  "tutti: all_to_all: only tensors of one size and dtype are supported (unequal sizes are not built yet)");
+    auto packed_in = at::cat(inputs.empty() ? std::vector<at::Tensor>{} : [&] {
+      std::vector<at::Tensor> flat;
+      for (const auto& t : inputs) flat.push_back(t.reshape({-1}));
+      return flat;
+    }());
+    auto packed_out = at::empty_like(packed_in);
+    const auto iv = view_of(packed_in, "all_to_all");
+    const auto ov = view_of(packed_out, "all_to_all");
+    std::vector<at::Tensor> outs = outputs;
+    return queue(c10d::OpType::ALLTOALL, outs, [=, n = inputs[0].numel()](communicator_type& c) {
+      c.alltoall(iv, ov);
+      for (std::size_t r = 0; r < outs.size(); ++r)
+        outs[r].copy_(packed_out.narrow(0, static_cast<int64_t>(r) * n, n).view_as(outs[r]));
+    }, {packed_in, packed_out});
   }
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions&) override {
     return queue(c10d::OpType::BARRIER, {}, [](communicator_type& c) { c.barrier(); });
@@ -234,10 +279,12 @@ class process_group : public c10d::ProcessGroup {
     return {bytes.begin(), bytes.end()};
   }
 
-  //! Queues `body` for the worker; the Work holds `keep` (the call's tensors) until it has run.
+  //! Queues `body` for the worker. The Work holds `result` (its outputs) and `held` (what the
+  //! collective reads: inputs, packed buffers), so no tensor it touches is freed before it has run.
   template <class F>
-  c10::intrusive_ptr<c10d::Work> queue(c10d::OpType type, std::vector<at::Tensor> keep, F&& body) {
-    auto work = c10::make_intrusive<collective_work>(getRank(), type, std::move(keep));
+  c10::intrusive_ptr<c10d::Work> queue(c10d::OpType type, std::vector<at::Tensor> result, F&& body,
+                                       std::vector<at::Tensor> held = {}) {
+    auto work = c10::make_intrusive<collective_work>(getRank(), type, std::move(result), std::move(held));
     worker_->post([this, work, body = std::forward<F>(body)]() mutable {
       std::exception_ptr failed;
       try {

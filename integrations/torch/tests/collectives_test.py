@@ -81,6 +81,23 @@ def rank_main(rank, world, port, failures):
                 dist.reduce(t, dst=0, op=dist.ReduceOp.MAX)
                 if rank == 0:
                     check(t, reference(world, n, dtype, "max"), f"reduce {dtype} n={n}")
+                if n:  # all_to_all_single: block k of rank r's input goes to rank k
+                    src = torch.cat([value(rank * world + k, n, dtype) for k in range(world)])
+                    dst = torch.empty_like(src)
+                    dist.all_to_all_single(dst, src)
+                    check(dst, torch.cat([value(r * world + rank, n, dtype) for r in range(world)]).to(torch.float64),
+                          f"all_to_all_single {dtype} n={n}")
+                    outs = [torch.empty(n, dtype=dtype) for _ in range(world)]
+                    dist.all_to_all(outs, [value(rank * world + k, n, dtype) for k in range(world)])
+                    for r in range(world):
+                        check(outs[r], value(r * world + rank, n, dtype).to(torch.float64), f"all_to_all {dtype} n={n} from {r}")
+        if world > 1:
+            try:
+                dist.all_to_all_single(torch.empty(world + 1), torch.ones(world + 1),
+                                       [1] * (world - 1) + [2], [1] * (world - 1) + [2])
+                raise AssertionError("unequal splits were not refused")
+            except RuntimeError as e:
+                assert "only equal splits" in str(e), str(e)
         work = dist.all_reduce(torch.ones(4), async_op=True)
         work.wait()
         dist.barrier()
