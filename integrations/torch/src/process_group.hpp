@@ -17,16 +17,12 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include <tutti/core/background_worker.hpp>
 #include <tutti/tutti.hpp>
 
 namespace tutti_torch {
@@ -93,49 +89,6 @@ class collective_work : public c10d::Work {
   std::vector<at::Tensor> result_;  // the outputs, alive until the Work goes
   std::vector<at::Tensor> held_;    // the inputs and temporaries the collective reads, likewise
   c10::intrusive_ptr<c10::ivalue::Future> future_;
-};
-
-//! One thread that runs a group's collectives one after another, in the order they were queued.
-class worker_thread {
- public:
-  worker_thread() : thread_([this] { loop(); }) {}
-  worker_thread(const worker_thread&) = delete;
-  worker_thread& operator=(const worker_thread&) = delete;
-  //! Runs what is queued, then ends.
-  ~worker_thread() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_one();
-    thread_.join();
-  }
-  void post(std::function<void()> task) {
-    {
-      std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(task));
-    }
-    wake_.notify_one();
-  }
-
- private:
-  void loop() {
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      auto task = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
-      task();
-      lock.lock();
-    }
-  }
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
-  std::thread thread_;  // last: started once the queue exists
 };
 
 class process_group : public c10d::ProcessGroup {
@@ -285,7 +238,7 @@ class process_group : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> queue(c10d::OpType type, std::vector<at::Tensor> result, F&& body,
                                        std::vector<at::Tensor> held = {}) {
     auto work = c10::make_intrusive<collective_work>(getRank(), type, std::move(result), std::move(held));
-    worker_->post([this, work, body = std::forward<F>(body)]() mutable {
+    (void)worker_->post([this, work, body = std::forward<F>(body)]() mutable {
       std::exception_ptr failed;
       try {
         body(*comm_);
@@ -298,7 +251,9 @@ class process_group : public c10d::ProcessGroup {
   }
 
   std::unique_ptr<communicator_type> comm_;
-  std::unique_ptr<worker_thread> worker_ = std::make_unique<worker_thread>();  // destroyed first: runs what is queued
+  // Runs the group's collectives in call order; destroyed first, after running what is queued. Each
+  // task catches its own error (it goes to its Work), so the worker never skips a later one.
+  std::unique_ptr<tutti::background_worker> worker_ = std::make_unique<tutti::background_worker>("tutti-torch");
 };
 
 }  // namespace tutti_torch
