@@ -337,7 +337,9 @@ class tcp_store {
   }
 
   tcp_wire::reply call(const tcp_wire::request& r, deadline until, const std::string& what) {
-    silence_.check(until, tcp_net::rank_prefix(opt_.rank), tcp_net::host_port(connect_host_, port_));
+    if (const auto why = silence_.refusal(until))
+      throw timeout(tcp_net::rank_prefix(opt_.rank) + "tcp_store at " + tcp_net::host_port(connect_host_, port_) +
+                    " was not asked: " + *why);
     // A parked get or wait is answered at its deadline: its reply may take a while to travel.
     const bool parked = r.type == tcp_wire::frame_type::get || r.type == tcp_wire::frame_type::wait;
     connection_ptr c;

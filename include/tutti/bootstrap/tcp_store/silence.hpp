@@ -16,7 +16,6 @@
 #include <string>
 
 #include "tutti/core/deadline.hpp"
-#include "tutti/core/error.hpp"
 
 namespace tutti::bootstrap::tcp_detail {
 
@@ -25,16 +24,15 @@ class server_silence {
   static constexpr std::chrono::seconds short_call{5};
   static constexpr std::chrono::seconds cool_down{5};
 
-  //! Throws timeout (`prefix` + what was heard last) when a call with deadline `until` should not
-  //! wait on a server that was silent less than cool_down ago.
-  void check(deadline until, const std::string& prefix, const std::string& where) const {
+  //! Why a call with deadline `until` should not wait on the server (it was silent less than
+  //! cool_down ago: "it left a call unanswered N ms ago (<that call's error>)"), or nothing.
+  [[nodiscard]] std::optional<std::string> refusal(deadline until) const {
     std::lock_guard lock(mutex_);
-    if (!since_) return;
+    if (!since_) return std::nullopt;
     const auto now = deadline::clock::now();
-    if (now - *since_ >= cool_down || until.at() - now > short_call) return;
+    if (now - *since_ >= cool_down || until.at() - now > short_call) return std::nullopt;
     const auto ago = std::chrono::duration_cast<std::chrono::milliseconds>(now - *since_).count();
-    throw timeout(prefix + "tcp_store at " + where + " was not asked: it left a call unanswered " +
-                  std::to_string(ago) + " ms ago (" + why_ + ")");
+    return "it left a call unanswered " + std::to_string(ago) + " ms ago (" + why_ + ")";
   }
 
   //! The server left a call unanswered (`why`: that call's error).

@@ -44,21 +44,29 @@
 
 namespace tutti::transport::ucx_detail {
 
-//! The socket inodes this process has open now (/proc/self/fd): what a watch leaves alone.
+//! Calls fn(fd, inode) for every socket this process has open now (/proc/self/fd).
+template <class F>
+void for_each_socket(F&& fn) {
+#ifdef __linux__
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (!dir) return;
+  while (const dirent* e = ::readdir(dir)) {
+    char target[64] = {};
+    const std::string path = std::string("/proc/self/fd/") + e->d_name;
+    const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+    unsigned long inode = 0;
+    if (n > 0 && std::sscanf(target, "socket:[%lu]", &inode) == 1) fn(std::atoi(e->d_name), inode);
+  }
+  ::closedir(dir);
+#else
+  (void)fn;
+#endif
+}
+
+//! The socket inodes this process has open now: what a watch leaves alone.
 [[nodiscard]] inline std::set<unsigned long> open_socket_inodes() {
   std::set<unsigned long> inodes;
-#ifdef __linux__
-  if (DIR* dir = ::opendir("/proc/self/fd")) {
-    while (const dirent* e = ::readdir(dir)) {
-      char target[64] = {};
-      const std::string path = std::string("/proc/self/fd/") + e->d_name;
-      const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
-      unsigned long inode = 0;
-      if (n > 0 && std::sscanf(target, "socket:[%lu]", &inode) == 1) inodes.insert(inode);
-    }
-    ::closedir(dir);
-  }
-#endif
+  for_each_socket([&](int, unsigned long inode) { inodes.insert(inode); });
   return inodes;
 }
 
@@ -67,22 +75,15 @@ namespace tutti::transport::ucx_detail {
 [[nodiscard]] inline std::vector<std::string> shut_stalled_connections(const std::set<unsigned long>& spared) {
   std::vector<std::string> peers;
 #ifdef __linux__
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (!dir) return peers;
-  while (const dirent* e = ::readdir(dir)) {
-    char target[64] = {};
-    const std::string path = std::string("/proc/self/fd/") + e->d_name;
-    const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
-    unsigned long inode = 0;
-    if (n <= 0 || std::sscanf(target, "socket:[%lu]", &inode) != 1 || spared.count(inode)) continue;
-    const int fd = std::atoi(e->d_name);
+  for_each_socket([&](int fd, unsigned long inode) {
+    if (spared.count(inode)) return;
     int protocol = 0, queued = 0;
     socklen_t len = sizeof protocol;
-    if (::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) != 0 || protocol != IPPROTO_TCP) continue;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) != 0 || protocol != IPPROTO_TCP) return;
     tcp_info info{};
     len = sizeof info;
-    if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 || info.tcpi_backoff == 0) continue;
-    if (::ioctl(fd, SIOCOUTQ, &queued) != 0 || queued <= 0) continue;
+    if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 || info.tcpi_backoff == 0) return;
+    if (::ioctl(fd, SIOCOUTQ, &queued) != 0 || queued <= 0) return;
     sockaddr_storage peer{};
     len = sizeof peer;
     char host[INET6_ADDRSTRLEN] = "?";
@@ -99,8 +100,9 @@ namespace tutti::transport::ucx_detail {
       }
     }
     if (::shutdown(fd, SHUT_RDWR) == 0) peers.push_back(std::string(host) + ":" + std::to_string(port));
-  }
-  ::closedir(dir);
+  });
+#else
+  (void)spared;
 #endif
   return peers;
 }
