@@ -21,12 +21,15 @@ start=$(date +%s)
 # less compile time (tutti_bench.cpp: 91 s against 120 s); run-bench.sh and run-training.sh build
 # their programs at -O3, and each passes its flags, so whichever runs next rebuilds what it needs.
 # The test executables themselves at -Og (TUTTI_TEST_OPTIMIZATION, tests/CMakeLists.txt: half the
-# compile time of -O2 for their template-heavy suites); the examples, benchmark and tools at -O2.
+# compile time of -O2 for their template-heavy suites), and so are the programs the tests run
+# (TUTTI_PROGRAM_OPTIMIZATION, cmake/tuttiDevOptions.cmake: tutti-bench, tutti-tune, examples 00-02;
+# tutti-bench alone took 130-160 s at -O2, 59 s at -Og); the training example and tutti-run at -O2.
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
       -DTUTTI_BUILD_TESTS=ON -DTUTTI_BUILD_EXAMPLES=ON \
       -DTUTTI_BUILD_BENCH=ON -DTUTTI_BUILD_BENCH_EXTRAS=OFF -DTUTTI_BUILD_TOOLS=ON \
       -DTUTTI_CUDA_ARCHITECTURES="${TUTTI_CUDA_ARCHITECTURES:-80}" \
-      -DTUTTI_TEST_OPTIMIZATION="${TUTTI_TEST_OPTIMIZATION:--Og}"
+      -DTUTTI_TEST_OPTIMIZATION="${TUTTI_TEST_OPTIMIZATION:--Og}" \
+      -DTUTTI_PROGRAM_OPTIMIZATION="${TUTTI_PROGRAM_OPTIMIZATION:--Og}"
 [[ ${TUTTI_CONFIGURE_ONLY:-0} == 1 ]] && exit 0
 cmake --build "$build" -j "$jobs"
 echo "tutti: build took $(( $(date +%s) - start )) s"

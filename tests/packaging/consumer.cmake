@@ -1,7 +1,7 @@
 # cmake -DSOURCE_DIR=... -DBINARY_DIR=... -DGENERATOR=... -DCXX_COMPILER=... -DBUILD_TYPE=...
 #       -DRUN=<exe>[,<exe>...] -DEXPECTED_OUTPUT=<regex> [-DEXPECTED_BACKENDS=a,b]
 #       [-DPREFIX_PATH=... -DEXPECTED_TUTTI_DIR_PREFIX=...] [-DTUTTI_SOURCE_DIR=...]
-#       [-DCUDA_COMPILER=nvcc -DCUDA_ARCHITECTURES=80]
+#       [-DCUDA_COMPILER=nvcc -DCUDA_ARCHITECTURES=80] [-DOPTIMIZATION=-Og]
 #       -P consumer.cmake
 # Configures, builds and runs a consumer project from scratch, as a user of tutti would.
 
@@ -25,6 +25,10 @@ if(PREFIX_PATH)
 endif()
 if(TUTTI_SOURCE_DIR)
   list(APPEND configure_args "-DTUTTI_SOURCE_DIR=${TUTTI_SOURCE_DIR}")
+endif()
+if(OPTIMIZATION AND BUILD_TYPE)  # in place of the build type's optimisation flags (-O3 for Release)
+  string(TOUPPER "${BUILD_TYPE}" upper)
+  list(APPEND configure_args "-DCMAKE_CXX_FLAGS_${upper}=${OPTIMIZATION} -DNDEBUG")
 endif()
 if(CUDA_COMPILER)  # the consumer also builds its CUDA program (find_package/cuda_main.cu)
   list(APPEND configure_args -DTUTTI_CONSUMER_CUDA=ON "-DCMAKE_CUDA_COMPILER=${CUDA_COMPILER}"
