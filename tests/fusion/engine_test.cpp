@@ -503,6 +503,33 @@ TEST_CASE("engine: a completion callback runs once per tensor, on success and on
       options);
 }
 
+TEST_CASE("engine: once wait() returns, the completion callback has finished (it may touch the waiter's objects)") {
+  // The trainer waits for its handles in its destructor; its callback writes into the trainer. The
+  // engine used to release waiters first and run the callback after: read after the trainer was gone.
+  auto options = communicator_options::from_env();
+  options.stall_timeout = 200ms;
+  run_world<inproc_comm<fusion::threshold<>>>(
+      2,
+      [](auto& comm) {
+        for (const bool fail : {false, true}) {
+          std::atomic<bool> finished{false};
+          std::vector<float> a(50, 1.f);
+          auto slow = [&](std::exception_ptr) {
+            std::this_thread::sleep_for(50ms);
+            finished = true;
+          };
+          // Failing: only rank 0 enqueues, so the tensor stalls (200 ms) and fails there.
+          if (fail && comm.rank() != 0) continue;
+          auto h = comm.allreduce_async(fail ? "lonely" : "a", a, op::sum, slow);
+          if (fail) CHECK_THROWS_AS(h.wait(), tutti::timeout);
+          else h.wait();
+          CHECK(finished);
+        }
+        comm.barrier();
+      },
+      options);
+}
+
 TEST_CASE("engine: an error-feedback codec (topk) on fused buffers keeps each tensor's residual") {
   // A fixed gradient every step: with error feedback the running sum of the outputs approaches
   // steps x the true sum (what topk leaves out is sent later), whichever batch a tensor lands in.

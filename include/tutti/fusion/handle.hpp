@@ -29,23 +29,31 @@ class completion {
   explicit completion(std::string name, callback cb = {}) : name_(std::move(name)), callback_(std::move(cb)) {}
 
   //! Called once, by the engine: the tensor's output is written (error == nullptr) or never will be.
+  //! The callback runs first, then waiters are released: once wait() returns, the engine touches
+  //! nothing of the caller's, the callback's captures included (a trainer that waits for its
+  //! handles in its destructor was read by its own callback after it was gone). A callback must not
+  //! wait on its own handle.
   void complete(std::exception_ptr error, int rank) noexcept {
     callback cb;
     {
       std::lock_guard lock(mutex_);
-      done_ = true;
-      error_ = error;
       cb = std::move(callback_);
     }
-    cv_.notify_all();
-    if (!cb) return;
-    try {
-      cb(error);
-    } catch (const std::exception& e) {  // the engine's thread must survive a caller's callback
-      log(log_level::warn, rank, "allreduce_async '" + name_ + "': the completion callback threw: " + e.what());
-    } catch (...) {
-      log(log_level::warn, rank, "allreduce_async '" + name_ + "': the completion callback threw");
+    if (cb) {
+      try {
+        cb(error);
+      } catch (const std::exception& e) {  // the engine's thread must survive a caller's callback
+        log(log_level::warn, rank, "allreduce_async '" + name_ + "': the completion callback threw: " + e.what());
+      } catch (...) {
+        log(log_level::warn, rank, "allreduce_async '" + name_ + "': the completion callback threw");
+      }
     }
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+      error_ = error;
+    }
+    cv_.notify_all();
   }
 
   void wait() {

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -39,6 +40,7 @@
 #include "tutti/trainer/gradient_buckets.hpp"
 #include "tutti/trainer/model.hpp"
 #include "tutti/trainer/sharding.hpp"
+#include "tutti/trainer/slot_metrics.hpp"
 
 namespace tutti::trainer {
 
@@ -117,6 +119,23 @@ class data_parallel_trainer {
                                std::to_string(p.grad.size()) + " gradients");
   }
 
+  //! A step that failed left gradients in the fusion engine's hands (wait_for_gradients rethrows
+  //! once all are done, but a step can also fail before it waits): the engine writes them and calls
+  //! back into this trainer until each handle completes, which it always does, by its deadlines at
+  //! the latest (fusion/handle.hpp). Wait for them, so that nothing the engine holds (this trainer,
+  //! the model's gradients) is destroyed under it.
+  ~data_parallel_trainer() {
+    for (auto& h : handles_) {
+      if (!h.valid()) continue;
+      try {
+        h.wait();
+      } catch (...) {  // the step's error was thrown already; this one adds nothing
+      }
+    }
+  }
+  data_parallel_trainer(const data_parallel_trainer&) = delete;
+  data_parallel_trainer& operator=(const data_parallel_trainer&) = delete;
+
   [[nodiscard]] const trainer_context& context() const noexcept { return context_; }
 
   //! Trains from the last valid checkpoint (or from the chief's initial parameters) up to
@@ -155,7 +174,7 @@ class data_parallel_trainer {
       }
       buckets_.backward_done([this](const auto& members) { enqueue(members); });
       const auto backward_done = clock::now();
-      for (auto& h : handles_) h.wait();
+      wait_for_gradients();
       const auto reduced = clock::now();
       report.exposed_seconds = seconds(reduced - backward_done);
       const auto done_ns = last_completion_.load();
@@ -169,7 +188,7 @@ class data_parallel_trainer {
       optimizer_.step(std::span<const parameter>(params_), report.learning_rate);
       report.optimizer_seconds = seconds(clock::now() - t_opt);
       for (auto& [name, value] : summed) value /= static_cast<double>(batches_in_step);
-      report.training = options_.average_training_metrics ? average_over_slots(summed) : summed;
+      report.training = options_.average_training_metrics ? average_over_slots(comm_, summed) : summed;
       report.batches = batch;
       report.records = batches_in_step * context_.plan.trained();
       report.step_seconds = seconds(clock::now() - step_start);
@@ -200,8 +219,8 @@ class data_parallel_trainer {
     std::vector<double> packed;
     for (const auto& [name, value] : sums) packed.push_back(value);
     packed.push_back(static_cast<double>(end - begin));
-    check_metric_names(sums, "validation");
-    packed = sum_over_slots(packed);
+    check_metric_names(comm_, sums, "validation");
+    packed = sum_over_slots(comm_, packed);
     metrics out;
     std::size_t i = 0;
     for (const auto& [name, value] : sums) out[name] = packed[i++] / packed.back();
@@ -274,6 +293,20 @@ class data_parallel_trainer {
     }
   }
 
+  //! Every gradient of the step reduced; the first failure rethrown once all have completed (the
+  //! engine still writes the others' tensors until then).
+  void wait_for_gradients() {
+    std::exception_ptr first;
+    for (auto& h : handles_) {
+      try {
+        h.wait();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
+  }
+
   //! The fusion threshold in force (the engine's; 0, every tensor alone, for a communicator without one).
   std::size_t fusion_threshold() const {
     if constexpr (requires { comm_.fusion_parameters().threshold_bytes; }) return comm_.fusion_parameters().threshold_bytes;
@@ -287,43 +320,6 @@ class data_parallel_trainer {
 
   void broadcast_initial_parameters() {
     for (auto& p : params_) comm_.broadcast(tensor_view(std::span<float>(p.value)), 0);
-  }
-
-  //! Every slot's metrics, averaged; every slot must report the same names.
-  metrics average_over_slots(const metrics& mine) {
-    check_metric_names(mine, "training");
-    std::vector<double> packed;
-    for (const auto& [name, value] : mine) packed.push_back(value);
-    packed = sum_over_slots(packed);
-    metrics out;
-    std::size_t i = 0;
-    for (const auto& [name, value] : mine) out[name] = packed[i++] / static_cast<double>(comm_.size());
-    return out;
-  }
-
-  //! Metrics are summed through an allgather, not an allreduce: the communicator's codec (fp16,
-  //! int8, ...) compresses float allreduces only, and metrics must not be rounded by it; adding in
-  //! rank order also gives every slot the same bits.
-  std::vector<double> sum_over_slots(const std::vector<double>& mine) {
-    std::vector<double> all(mine.size() * static_cast<std::size_t>(comm_.size()));
-    comm_.allgather(mine, all);
-    std::vector<double> sum(mine.size(), 0.0);
-    for (std::size_t r = 0; r < static_cast<std::size_t>(comm_.size()); ++r)
-      for (std::size_t i = 0; i < mine.size(); ++i) sum[i] += all[r * mine.size() + i];
-    return sum;
-  }
-
-  //! Slots with different metric names would sum unrelated numbers: compare a hash of the names.
-  void check_metric_names(const metrics& m, const char* what) {
-    std::uint64_t h = 1469598103934665603ull;
-    for (const auto& [name, value] : m)
-      for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    std::vector<std::uint64_t> mine{h}, all(static_cast<std::size_t>(comm_.size()));
-    comm_.allgather(mine, all);
-    for (std::size_t r = 0; r < all.size(); ++r)
-      if (all[r] != all[0])
-        throw mismatch(on_rank(comm_.rank(), "data_parallel_trainer") + "the " + what + " metrics of " +
-                       rank_text(static_cast<int>(r)) + " have other names than rank 0's");
   }
 
   static constexpr bool has_feedback = concepts_detail::feedback_codec_of<Communicator>();
