@@ -1,17 +1,20 @@
-"""torch.distributed on the "tutti" backend against a reference computed here, for world sizes 1-4
-(integrations/torch, first slice: one host). Run: PYTHONPATH=<build>/integrations/torch/python
-python3 collectives_test.py. Each world is a set of processes made by torch.multiprocessing; every
-rank checks its own results and the parent checks every rank finished cleanly."""
+"""torch.distributed on the "tutti" backend against a reference computed here.
+
+    PYTHONPATH=<build>/integrations/torch/python python3 collectives_test.py
+        worlds of 1-4 ranks on this host, each a set of processes (harness.run_world); every rank
+        checks its own results and the parent that every rank ended cleanly;
+    RANK=.. WORLD_SIZE=.. MASTER_ADDR=.. MASTER_PORT=.. python3 collectives_test.py
+        one rank of a job started torchrun-style (across_hosts.sh: 2 x 2 ranks on namespace hosts);
+        it prints "rank R: every collective ... as the reference" when its checks pass."""
 import os
-import socket
 import sys
-import traceback
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
 import tutti_torch  # noqa: F401  (registers the backend)
+from harness import free_port, run_world
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.uint8, torch.int8]
 OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX,
@@ -49,94 +52,81 @@ def check(got, want, what, tol=0.0):
         raise AssertionError(f"{what}: got {got[:8].tolist()} want {want[:8].tolist()}")
 
 
-def rank_main(rank, world, port, failures):
-    try:
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        dist.init_process_group("tutti", rank=rank, world_size=world)
-        for dtype in DTYPES:
-            for n in COUNTS:
-                for name, op in OPS.items():
-                    if name == "avg" and not dtype.is_floating_point:
-                        continue
-                    t = value(rank, n, dtype)
-                    dist.all_reduce(t, op=op)
-                    tol = 1e-2 if name == "avg" and dtype in (torch.float16, torch.bfloat16) else 1e-12 if name == "avg" else 0.0
-                    check(t, reference(world, n, dtype, name), f"all_reduce {dtype} n={n} {name}", tol)
+def rank_main(rank, world, port):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("tutti", rank=rank, world_size=world)
+    check_collectives(rank, world)
+    dist.destroy_process_group()
+
+
+def check_collectives(rank, world):
+    for dtype in DTYPES:
+        for n in COUNTS:
+            for name, op in OPS.items():
+                if name == "avg" and not dtype.is_floating_point:
+                    continue
                 t = value(rank, n, dtype)
-                dist.broadcast(t, src=world - 1)
-                check(t, value(world - 1, n, dtype).to(torch.float64), f"broadcast {dtype} n={n}")
+                dist.all_reduce(t, op=op)
+                tol = 1e-2 if name == "avg" and dtype in (torch.float16, torch.bfloat16) else 1e-12 if name == "avg" else 0.0
+                check(t, reference(world, n, dtype, name), f"all_reduce {dtype} n={n} {name}", tol)
+            t = value(rank, n, dtype)
+            dist.broadcast(t, src=world - 1)
+            check(t, value(world - 1, n, dtype).to(torch.float64), f"broadcast {dtype} n={n}")
+            outs = [torch.empty(n, dtype=dtype) for _ in range(world)]
+            dist.all_gather(outs, value(rank, n, dtype))
+            for r in range(world):
+                check(outs[r], value(r, n, dtype).to(torch.float64), f"all_gather {dtype} n={n} from {r}")
+            flat = torch.empty(n * world, dtype=dtype)
+            dist.all_gather_into_tensor(flat, value(rank, n, dtype))
+            check(flat, torch.cat([value(r, n, dtype) for r in range(world)]).to(torch.float64), f"all_gather_into_tensor {dtype} n={n}")
+            full = torch.cat([value(rank + k, n, dtype) for k in range(world)])
+            part = torch.empty(n, dtype=dtype)
+            dist.reduce_scatter_tensor(part, full, op=dist.ReduceOp.SUM)
+            want = sum(value(r + rank, n, dtype).to(torch.float64) for r in range(world))
+            check(part, want, f"reduce_scatter_tensor {dtype} n={n}")
+            t = value(rank, n, dtype)
+            dist.reduce(t, dst=0, op=dist.ReduceOp.MAX)
+            if rank == 0:
+                check(t, reference(world, n, dtype, "max"), f"reduce {dtype} n={n}")
+            if n:  # all_to_all_single: block k of rank r's input goes to rank k
+                src = torch.cat([value(rank * world + k, n, dtype) for k in range(world)])
+                dst = torch.empty_like(src)
+                dist.all_to_all_single(dst, src)
+                check(dst, torch.cat([value(r * world + rank, n, dtype) for r in range(world)]).to(torch.float64),
+                      f"all_to_all_single {dtype} n={n}")
                 outs = [torch.empty(n, dtype=dtype) for _ in range(world)]
-                dist.all_gather(outs, value(rank, n, dtype))
+                dist.all_to_all(outs, [value(rank * world + k, n, dtype) for k in range(world)])
                 for r in range(world):
-                    check(outs[r], value(r, n, dtype).to(torch.float64), f"all_gather {dtype} n={n} from {r}")
-                flat = torch.empty(n * world, dtype=dtype)
-                dist.all_gather_into_tensor(flat, value(rank, n, dtype))
-                check(flat, torch.cat([value(r, n, dtype) for r in range(world)]).to(torch.float64), f"all_gather_into_tensor {dtype} n={n}")
-                full = torch.cat([value(rank + k, n, dtype) for k in range(world)])
-                part = torch.empty(n, dtype=dtype)
-                dist.reduce_scatter_tensor(part, full, op=dist.ReduceOp.SUM)
-                want = sum(value(r + rank, n, dtype).to(torch.float64) for r in range(world))
-                check(part, want, f"reduce_scatter_tensor {dtype} n={n}")
-                t = value(rank, n, dtype)
-                dist.reduce(t, dst=0, op=dist.ReduceOp.MAX)
-                if rank == 0:
-                    check(t, reference(world, n, dtype, "max"), f"reduce {dtype} n={n}")
-                if n:  # all_to_all_single: block k of rank r's input goes to rank k
-                    src = torch.cat([value(rank * world + k, n, dtype) for k in range(world)])
-                    dst = torch.empty_like(src)
-                    dist.all_to_all_single(dst, src)
-                    check(dst, torch.cat([value(r * world + rank, n, dtype) for r in range(world)]).to(torch.float64),
-                          f"all_to_all_single {dtype} n={n}")
-                    outs = [torch.empty(n, dtype=dtype) for _ in range(world)]
-                    dist.all_to_all(outs, [value(rank * world + k, n, dtype) for k in range(world)])
-                    for r in range(world):
-                        check(outs[r], value(r * world + rank, n, dtype).to(torch.float64), f"all_to_all {dtype} n={n} from {r}")
-        if world > 1:
-            try:
-                dist.all_to_all_single(torch.empty(world + 1), torch.ones(world + 1),
-                                       [1] * (world - 1) + [2], [1] * (world - 1) + [2])
-                raise AssertionError("unequal splits were not refused")
-            except RuntimeError as e:
-                assert "only equal splits" in str(e), str(e)
-        work = dist.all_reduce(torch.ones(4), async_op=True)
-        work.wait()
-        dist.barrier()
+                    check(outs[r], value(r * world + rank, n, dtype).to(torch.float64), f"all_to_all {dtype} n={n} from {r}")
+    if world > 1:
         try:
-            dist.all_reduce(torch.ones(4, 4).t())
-            raise AssertionError("a non-contiguous tensor was not refused")
+            dist.all_to_all_single(torch.empty(world + 1), torch.ones(world + 1),
+                                   [1] * (world - 1) + [2], [1] * (world - 1) + [2])
+            raise AssertionError("unequal splits were not refused")
         except RuntimeError as e:
-            assert "contiguous" in str(e), str(e)
-        dist.destroy_process_group()
-    except BaseException:
-        failures.put(f"rank {rank} of {world}:\n{traceback.format_exc()}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+            assert f"tutti: rank {rank}: all_to_all_single: only equal splits" in str(e), str(e)
+    work = dist.all_reduce(torch.ones(4), async_op=True)
+    work.wait()
+    dist.barrier()
+    try:
+        dist.all_reduce(torch.ones(4, 4).t())
+        raise AssertionError("a non-contiguous tensor was not refused")
+    except RuntimeError as e:
+        assert f"tutti: rank {rank}: allreduce: the tensor must be contiguous" in str(e), str(e)
 
 
 if __name__ == "__main__":
-    ctx = mp.get_context("spawn")
+    if "RANK" in os.environ:  # one rank of a torchrun-style job
+        dist.init_process_group("tutti")
+        rank, world = dist.get_rank(), dist.get_world_size()
+        check_collectives(rank, world)
+        dist.destroy_process_group()
+        print(f"rank {rank}: every collective, dtype and op as the reference ({world} ranks)", flush=True)
+        sys.exit(0)
     for world in range(1, 5):
-        failures = ctx.Queue()
-        port = free_port()
-        procs = [ctx.Process(target=rank_main, args=(r, world, port, failures)) for r in range(world)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(120)
-            if p.is_alive():
-                p.kill()
-                print(f"world {world}: a rank hung past 120 s", file=sys.stderr)
-                sys.exit(1)
-        bad = [p.exitcode for p in procs if p.exitcode != 0]
-        msgs = []
-        while not failures.empty():
-            msgs.append(failures.get())
-        if bad or msgs:
-            print(f"world {world}: FAILED (exit codes {bad})\n" + "\n".join(msgs), file=sys.stderr)
+        problems = run_world(rank_main, world, (free_port(),), 120.0)
+        if problems:
+            print(f"world {world}: FAILED\n" + "\n".join(problems), file=sys.stderr)
             sys.exit(1)
         print(f"world {world}: every collective, dtype and op as the reference", flush=True)
     print("collectives_test: passed")

@@ -1,8 +1,11 @@
 """DistributedDataParallel, unchanged, on the "tutti" backend: the same MLP trained 2 x 5 steps
 with DDP over "tutti" and over "gloo" ends with the same parameters within fp32 rounding, and
-they differ from each rank's own (unsynchronised) training, so the test can fail."""
+they differ from each rank's own (unsynchronised) training, so the test can fail.
+
+With RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (torchrun-style; across_hosts.sh), this
+process is one rank: it trains on tutti (MASTER_PORT) and on gloo (MASTER_PORT + 1) and checks
+that its own parameters agree within 1e-6."""
 import os
-import socket
 import sys
 import traceback
 
@@ -12,6 +15,7 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 
 import tutti_torch  # noqa: F401
+from harness import free_port
 
 
 def train(backend, rank, world, port, steps=5):
@@ -20,7 +24,7 @@ def train(backend, rank, world, port, steps=5):
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
     ddp = model
     if backend:
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        os.environ.update(MASTER_ADDR=os.environ.get("MASTER_ADDR", "127.0.0.1"), MASTER_PORT=str(port))
         dist.init_process_group(backend, rank=rank, world_size=world)
         ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.001)  # several buckets
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
@@ -44,13 +48,17 @@ def rank_main(rank, world, ports, results, failures):
         failures.put(f"rank {rank}:\n{traceback.format_exc()}")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 if __name__ == "__main__":
+    if "RANK" in os.environ:  # one rank of a torchrun-style job
+        rank, world, port = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["MASTER_PORT"])
+        on_tutti = torch.tensor(train("tutti", rank, world, port))
+        on_gloo = torch.tensor(train("gloo", rank, world, port + 1))
+        diff = (on_tutti - on_gloo).abs().max().item()
+        if diff > 1e-6:
+            print(f"rank {rank}: FAILED: DDP on tutti differs from DDP on gloo by {diff}", file=sys.stderr)
+            sys.exit(1)
+        print(f"rank {rank}: DDP on tutti equals DDP on gloo within 1e-6 ({world} ranks; largest difference {diff:.3g})")
+        sys.exit(0)
     ctx = mp.get_context("spawn")
     world = 2
     results, failures = ctx.Queue(), ctx.Queue()

@@ -3,7 +3,6 @@ within seconds; a rank that stays away makes the other's wait() raise at the gro
 import datetime
 import os
 import signal
-import socket
 import sys
 import time
 import traceback
@@ -13,6 +12,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 import tutti_torch  # noqa: F401
+from harness import free_port
 
 
 def rank_main(rank, port, scenario, results):
@@ -37,12 +37,6 @@ def rank_main(rank, port, scenario, results):
         os._exit(0)
     except BaseException:
         results.put((scenario, "crashed: " + traceback.format_exc(), 0.0))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 if __name__ == "__main__":
