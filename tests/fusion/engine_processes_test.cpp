@@ -98,6 +98,31 @@ TEST_CASE("engine over processes: a rank that dies is named by every survivor's 
   CHECK_MESSAGE(results[1].error.empty(), results[1].error);
 }
 
+// A rank that leaves (its communicator destroyed, no error) while the others' engines wait on
+// nothing: their engines stop quietly, and a tensor enqueued afterwards is lost to that rank —
+// peer_lost naming it, not an error naming nobody's fault (seen in the fault campaign: "the fusion
+// engine has stopped: rank 3's communicator was destroyed" as a plain tutti::error).
+TEST_CASE("engine over processes: a tensor enqueued after a rank left is refused with peer_lost naming it") {
+  auto results = testing::fork_ranks(3, [](const rank_info& info) {
+    std::vector<float> warm(1000, 1.f), late(10, 1.f);
+    shm_comm comm(std::make_unique<transport::shm>(info));
+    comm.allreduce_async("warm", warm, op::sum).wait();
+    if (comm.rank() == 2) return;  // leaves: its communicator is destroyed here
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the others' engines hear of it, idle
+    try {
+      comm.allreduce_async("late", late, op::sum).wait();
+    } catch (const peer_lost& e) {
+      require(e.peer() == 2, std::string("blamed rank ") + std::to_string(e.peer()) + ": " + e.what());
+      require(std::string(e.what()).find("rank 2") != std::string::npos, e.what());
+      return;
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("not peer_lost: ") + e.what());
+    }
+    throw std::runtime_error("the late tensor completed without rank 2");
+  });
+  testing::throw_if_any_failed(results, "a rank left");
+}
+
 // A rank that dies while a round of several fused batches is in flight (fusion/batching.hpp: packs
 // and unpacks on the copy thread beside the collectives): every survivor's handle ends, either
 // exact (its batch finished before the death) or with peer_lost naming rank 2 and the tensor;

@@ -167,9 +167,13 @@ class engine {
     {
       std::lock_guard lock(mutex_);
       stopped_ = true;
+      const std::string text =
+          on_rank(rank_) + "the fusion engine has stopped" + (stop_reason_.empty() ? std::string() : ": " + stop_reason_);
       if (failure) dead_ = failure;
-      else dead_ = std::make_exception_ptr(error(on_rank(rank_) + "the fusion engine has stopped" +
-                                                 (stop_reason_.empty() ? std::string() : ": " + stop_reason_)));
+      // Stopped because another rank left while this one goes on: what it enqueues later is lost
+      // to that rank (peer_lost naming it), as what it was waiting for when the report came.
+      else if (left_by_ >= 0 && left_by_ != rank_ && !stop_requested_) dead_ = std::make_exception_ptr(peer_lost(left_by_, text));
+      else dead_ = std::make_exception_ptr(error(text));
       for (auto& e : incoming_) left.push_back(e);
       incoming_.clear();
     }
@@ -218,6 +222,7 @@ class engine {
         std::lock_guard lock(mutex_);
         const bool waiting = !incoming_.empty() || blocking_requested_ > blocking_granted_;
         stop_reason_ = (by >= 0 ? rank_text(by) + "'s" : std::string("a rank's")) + " communicator was destroyed";
+        left_by_ = by;
         if (by >= 0 && by != rank_ && !stop_requested_ && waiting)
           throw peer_lost(by, on_rank(rank_, "fusion engine") + rank_text(by) +
                                   " left the job (its communicator was destroyed) while this rank waited on the engine");
@@ -388,6 +393,7 @@ class engine {
   bool blocking_abandoned_ = false, stop_requested_ = false, stopped_ = false;
   std::exception_ptr dead_;
   std::string stop_reason_;
+  int left_by_ = -1;  //!< the rank whose leaving stopped the engine (-1: none, or not known)
 
   // The engine thread's own.
   std::unordered_map<std::string, std::shared_ptr<entry>> pending_;
