@@ -530,6 +530,21 @@ TEST_CASE("engine: once wait() returns, the completion callback has finished (it
       options);
 }
 
+TEST_CASE("fusion::wait_all: every handle done before the first failure (in order) is rethrown") {
+  auto failed = std::make_shared<fusion::completion>("failed"), slow = std::make_shared<fusion::completion>("slow");
+  std::vector<fusion::handle> hs{fusion::handle(failed), fusion::handle(), fusion::handle(slow)};  // one not valid: skipped
+  failed->complete(std::make_exception_ptr(tutti::timeout("the first failure")), 0);
+  std::thread later([&] {
+    std::this_thread::sleep_for(100ms);
+    slow->complete(std::make_exception_ptr(tutti::peer_lost(1, "a later failure")), 0);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(fusion::wait_all(hs), "the first failure", tutti::timeout);
+  CHECK(std::chrono::steady_clock::now() - t0 >= 90ms);  // it waited for the slow one first
+  CHECK(slow->done());
+  later.join();
+}
+
 TEST_CASE("engine: an error-feedback codec (topk) on fused buffers keeps each tensor's residual") {
   // A fixed gradient every step: with error feedback the running sum of the outputs approaches
   // steps x the true sum (what topk leaves out is sent later), whichever batch a tensor lands in.

@@ -78,17 +78,7 @@ struct work {
         std::fill(grads[k].begin(), grads[k].end(), static_cast<float>(comm.rank() + 1));
         hs.push_back(comm.allreduce_async("g" + std::to_string(k), grads[k], tutti::op::sum));
       }
-      // Every handle waited for before the first failure is rethrown: the engine writes grads
-      // until each completes (the trainer does the same).
-      std::exception_ptr first;
-      for (auto& h : hs) {
-        try {
-          h.wait();
-        } catch (...) {
-          if (!first) first = std::current_exception();
-        }
-      }
-      if (first) std::rethrow_exception(first);
+      tutti::fusion::wait_all(hs);  // every handle done before the first failure is rethrown
       for (auto& g : grads)
         if (g.front() != want || g.back() != want) wrong("allreduce_async gave " + std::to_string(g.front()));
     } else {

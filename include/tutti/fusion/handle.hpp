@@ -111,4 +111,22 @@ class handle {
   std::shared_ptr<completion> c_;
 };
 
+//! Waits for every handle, then rethrows the first failure among them (in their order). Before
+//! the first failure is thrown every tensor is done: the engine writes each one until its handle
+//! completes, so a caller that throws at the first failure and frees the others' buffers lets the
+//! engine write into freed memory. Default-constructed handles are skipped.
+template <class Handles>
+void wait_all(Handles& handles) {
+  std::exception_ptr first;
+  for (handle& h : handles) {
+    if (!h.valid()) continue;
+    try {
+      h.wait();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
 }  // namespace tutti::fusion

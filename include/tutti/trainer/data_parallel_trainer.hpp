@@ -119,18 +119,15 @@ class data_parallel_trainer {
                                std::to_string(p.grad.size()) + " gradients");
   }
 
-  //! A step that failed left gradients in the fusion engine's hands (wait_for_gradients rethrows
+  //! A step that failed left gradients in the fusion engine's hands (fusion::wait_all rethrows
   //! once all are done, but a step can also fail before it waits): the engine writes them and calls
   //! back into this trainer until each handle completes, which it always does, by its deadlines at
   //! the latest (fusion/handle.hpp). Wait for them, so that nothing the engine holds (this trainer,
   //! the model's gradients) is destroyed under it.
   ~data_parallel_trainer() {
-    for (auto& h : handles_) {
-      if (!h.valid()) continue;
-      try {
-        h.wait();
-      } catch (...) {  // the step's error was thrown already; this one adds nothing
-      }
+    try {
+      fusion::wait_all(handles_);
+    } catch (...) {  // the step's error was thrown already; this one adds nothing
     }
   }
   data_parallel_trainer(const data_parallel_trainer&) = delete;
@@ -174,7 +171,7 @@ class data_parallel_trainer {
       }
       buckets_.backward_done([this](const auto& members) { enqueue(members); });
       const auto backward_done = clock::now();
-      wait_for_gradients();
+      fusion::wait_all(handles_);  // every gradient done before a failure is rethrown
       const auto reduced = clock::now();
       report.exposed_seconds = seconds(reduced - backward_done);
       const auto done_ns = last_completion_.load();
@@ -291,20 +288,6 @@ class data_parallel_trainer {
     } else {
       for (auto i : members) handles_[i] = comm_.allreduce_async(params_[i].name, view(i), op::avg, done);
     }
-  }
-
-  //! Every gradient of the step reduced; the first failure rethrown once all have completed (the
-  //! engine still writes the others' tensors until then).
-  void wait_for_gradients() {
-    std::exception_ptr first;
-    for (auto& h : handles_) {
-      try {
-        h.wait();
-      } catch (...) {
-        if (!first) first = std::current_exception();
-      }
-    }
-    if (first) std::rethrow_exception(first);
   }
 
   //! The fusion threshold in force (the engine's; 0, every tensor alone, for a communicator without one).
