@@ -33,6 +33,7 @@
 #endif
 
 #include "c10d_channel.hpp"
+#include "checks.hpp"
 #include "process_group.hpp"
 
 namespace tutti_torch {
@@ -45,15 +46,16 @@ using across_hosts_communicator =
 
 //! Whether the group spans hosts, from every rank's node id and TUTTI_TRANSPORT; `why` in words.
 inline bool spans_hosts(const std::vector<std::string>& node_ids, int rank, std::string& why) {
+  const site at{rank, "init_process_group"};
   const std::set<std::string> hosts(node_ids.begin(), node_ids.end());
   const std::string where = std::to_string(node_ids.size()) + " ranks on " + std::to_string(hosts.size()) +
                             (hosts.size() == 1 ? " host" : " hosts");
   if (const auto forced = tutti::config::raw("TUTTI_TRANSPORT")) {
     if (*forced == "multi_node") return why = "TUTTI_TRANSPORT=multi_node (" + where + ")", true;
-    TORCH_CHECK(*forced == "shm", "tutti: rank ", rank, ": TUTTI_TRANSPORT='", *forced,
+    TORCH_CHECK(*forced == "shm", at, ": TUTTI_TRANSPORT='", *forced,
                 "' is not a transport the torch backend offers: shm or multi_node (unset: chosen from where the "
                 "ranks are)");
-    TORCH_CHECK(hosts.size() == 1, "tutti: rank ", rank, ": TUTTI_TRANSPORT=shm, but the group has ", where,
+    TORCH_CHECK(hosts.size() == 1, at, ": TUTTI_TRANSPORT=shm, but the group has ", where,
                 "; shared memory cannot span hosts (unset TUTTI_TRANSPORT, or set it to multi_node)");
     return why = "TUTTI_TRANSPORT=shm (" + where + ")", false;
   }
@@ -115,7 +117,7 @@ inline c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const c10::intr
       options);
   return c10::make_intrusive<process_group<across_hosts_communicator>>(rank, size, std::move(comm), std::move(codecs));
 #else
-  TORCH_CHECK(false, "tutti: rank ", rank, ": the group has ", why,
+  TORCH_CHECK(false, site{rank, "init_process_group"}, ": the group has ", why,
               ", but this build of the torch backend has no multi_node transport (it needs UCX and OpenSSL: "
               "libucx-dev, libssl-dev)");
 #endif
