@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <initializer_list>
 #include <fstream>
+#include <initializer_list>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -23,6 +25,7 @@
 
 #include <tutti/communicator/activity_record.hpp>
 #include <tutti/testing/fork_world.hpp>
+#include <tutti/transport/first_loss.hpp>
 #include <tutti/tutti.hpp>
 
 #include "support/stop_for.hpp"
@@ -272,4 +275,57 @@ TEST_CASE("stall inspector: TUTTI_STALL_WARN=0 turns it off (no line, no verdict
   CHECK_THROWS_WITH_AS((void)communicator_options::from_env(), doctest::Contains("TUTTI_STALL_WARN='soon'"),
                        invalid_argument);
   ::unsetenv("TUTTI_STALL_WARN");
+}
+
+namespace {
+//! inproc with a job store that does not answer, as when the rank serving it (rank 0) is stopped
+//! or its host is out of reach (transport/first_loss.hpp, the multi_node case).
+struct silent_store_inproc : transport::inproc {
+  using inproc::inproc;
+  transport::loss_account first_loss(int peer, const std::string& what) {
+    const auto silent = [] { throw timeout("tcp_store at 10.0.0.1:1 did not answer 'add' before the deadline"); };
+    bootstrap::store_ops store;
+    store.add = [silent](const std::string&, std::int64_t, deadline) -> std::int64_t { silent(); return 0; };
+    store.set = [silent](const std::string&, bootstrap::store_bytes, deadline) { silent(); };
+    store.get = [silent](const std::string&, deadline) -> bootstrap::store_bytes { silent(); return {}; };
+    store.check = [silent](const std::string&, deadline) -> bool { silent(); return false; };
+    store.server_rank = 0;
+    return transport::first_loss(store, "lost", rank(), peer, what);
+  }
+};
+}  // namespace
+
+TEST_CASE("a peer seen lost while the job's store is silent is reported as the stall it is, not as a loss") {
+  // Rank 1 leaves mid-collective (a neighbour that gave up at its own deadline, say) while the store
+  // is silent: rank 2 cannot learn who was lost first, and says so, as a timeout, not peer_lost.
+  auto shared = std::make_shared<transport::inproc::fabric>(3);
+  std::string said;
+  std::vector<std::thread> threads;
+  std::vector<int> kinds(3, 0);  // 1 timeout, 2 peer_lost, 3 other
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      silent_store_inproc t(shared, r);
+      communicator<silent_store_inproc, algorithm::ring> comm(t);
+      std::vector<float> v(1 << 12, 1.0f);
+      comm.allreduce(v, op::sum);
+      if (r == 1) return;  // leaves: its transport goes, its peers see it vanish
+      try {
+        comm.allreduce(v, op::sum);
+      } catch (const timeout& e) {
+        kinds[static_cast<std::size_t>(r)] = 1;
+        if (r == 2) said = e.what();
+      } catch (const peer_lost&) {
+        kinds[static_cast<std::size_t>(r)] = 2;
+      } catch (const std::exception&) {
+        kinds[static_cast<std::size_t>(r)] = 3;
+      }
+    });
+  for (auto& t : threads) t.join();
+  INFO(said);
+  CHECK(kinds[2] == 1);
+  CHECK(said.find("rank 2: allreduce #2: ") == 0);
+  CHECK(said.find("the job stalled: the job's store, served by rank 0, did not answer (rank 0 "
+                  "stopped, or its host unreachable) in 1000 ms, so who was lost first cannot be learnt; here: ") !=
+        std::string::npos);
+  CHECK(said.find("rank 1") != std::string::npos);  // what rank 2 saw: rank 1 gone
 }

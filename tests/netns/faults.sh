@@ -91,31 +91,24 @@ check_reason() {
         # job's end (rank 0's word) lets it return `ok` (seen once in 104 runs, rank 0 stopped).
         [[ $l == *"the job stalled"* || $o == peer_lost || $o == ok ]] || { nope "run $run (stop): the stopped rank did not tell the stall: $l"; return 1; }
       else
-        [[ $o == timeout || $o == peer_lost ]] || { nope "run $run (stop): rank $r: expected the stall verdict: $l"; return 1; }
+        [[ $o == timeout ]] || { nope "run $run (stop): rank $r: expected the stall verdict (a timeout): $l"; return 1; }
         # "missing: ranks 0, 1 (... alive); rank 3 (..., silent for 6.2 s (stopped, ...))": the
-        # victim's own group says silent. Rank 0 serves the store that holds the records: stopped, no verdict can be read or
-        # written, and the message names it as the store's server that did not answer.
-        # Also with rank 0 stopped: a rank whose UCX endpoint to rank 0's neighbour timed out (UCX's
-        # keepalive, on its own clock: that neighbour, waiting on rank 0 in shared memory, was not
-        # progressing UCX) asks the store who was lost first; the store does not answer, so it names
-        # rank 0 as lost, its store silent (seen once in CI, 2026-11-28; docs/reliability.md).
+        # victim's own group says silent. Rank 0 serves the store that holds the records: stopped, no
+        # verdict can be read or written, and the message names it as the store's server that did not
+        # answer — also from a rank that saw a neighbour of rank 0 leave (it gave up at its own
+        # deadline a moment earlier) and could not ask the store who was lost first (first_loss.hpp).
         [[ $l =~ the\ job\ stalled.*(rank\ |,\ )$victim\ \([^\;]*silent ||
-           ($victim == 0 && $l == *"the job stalled"*"the job's store, served by rank 0, did not answer (rank 0 stopped, or its host unreachable)"*) ||
-           ($victim == 0 && $o == peer_lost && $l == *" peer=0 "* && $l == *"rank 0, whose process serves the job's store, is lost: the store did not answer"*) ]] ||
+           ($victim == 0 && $l == *"the job stalled"*"the job's store, served by rank 0, did not answer (rank 0 stopped, or its host unreachable)"*) ]] ||
           { nope "run $run (stop): rank $r's message is not the verdict naming rank $victim missing and silent: $l"; return 1; }
       fi ;;
     down | slow)
       # A timeout within the deadline, with the job's verdict: host 1's ranks silent (decided on
       # host 0), every rank in the collective and the collective itself slow (a link), or, on
       # host 1, host 0's ranks or store out of reach.
-      [[ $o == timeout || $o == peer_lost ]] || { nope "run $run ($kind): rank $r: expected a timeout: $l"; return 1; }
-      # On host 1 also: its neighbour timed out first and left the node's shm, so this rank saw a
-      # loss, asked the store (beyond the link) who was lost first, got no answer, and names rank 0,
-      # whose store is silent, as lost (seen 2026-11-28; docs/reliability.md).
-      if [[ $r -ge 2 && $o == peer_lost && $l == *" peer=0 "* &&
-            $l == *"rank 0, whose process serves the job's store, is lost: the store did not answer"* ]]; then
-        return 0
-      fi
+      # On host 1 also when its neighbour timed out first and left the node's shm: this rank saw a
+      # loss, could not ask the store (beyond the link) who was lost first, and says the job stalled
+      # with the store out of reach (first_loss.hpp).
+      [[ $o == timeout ]] || { nope "run $run ($kind): rank $r: expected a timeout: $l"; return 1; }
       [[ $l == *"the job stalled"* ]] || { nope "run $run ($kind): rank $r did not give the stall verdict: $l"; return 1; }
       [[ $l =~ $host1_silent || $l == *"none is missing: the collective itself is slow or stuck (a link"* ||
          ($r -ge 2 && $l =~ $host0_unreached) ]] ||

@@ -581,31 +581,55 @@ TEST_CASE("inproc: more than max_outstanding pending requests is a transport_err
   CHECK(message.find(std::to_string(inproc::max_outstanding)) != std::string::npos);
 }
 
-TEST_CASE("first_loss: the first record names the culprit; a store that does not answer names the rank serving it") {
+TEST_CASE("first_loss: the first record names the culprit; a store gone names its server as lost, a silent one says so") {
   using tutti::bootstrap::store_bytes;
   using tutti::deadline;
+  using tutti::transport::store_answer;
   tutti::bootstrap::inproc_store store;
   auto ops = tutti::bootstrap::store_ops::of(store);
-  bool failed = false;
   // Rank 1 sees rank 3 die first; rank 2 then sees only rank 1 abort, and is told of rank 3.
-  CHECK(tutti::transport::first_loss(ops, "job/lost", 1, 3, "rank 3 vanished", failed).first == 3);
-  const auto second = tutti::transport::first_loss(ops, "job/lost", 2, 1, "rank 1 vanished", failed);
-  CHECK(second.first == 3);
-  CHECK(second.second.find("rank 3 was lost first (rank 3 vanished); here that showed as: rank 1 vanished") !=
+  const auto first = tutti::transport::first_loss(ops, "job/lost", 1, 3, "rank 3 vanished");
+  CHECK(first.peer == 3);
+  CHECK(first.store == store_answer::answered);
+  const auto second = tutti::transport::first_loss(ops, "job/lost", 2, 1, "rank 1 vanished");
+  CHECK(second.peer == 3);
+  CHECK(second.what.find("rank 3 was lost first (rank 3 vanished); here that showed as: rank 1 vanished") !=
         std::string::npos);
-  CHECK_FALSE(failed);
-  // A store whose server died with rank 0: nothing answers, and rank 0 is named, not the neighbour.
-  tutti::bootstrap::store_ops dead;
-  dead.add = [](const std::string&, std::int64_t, deadline) -> std::int64_t { throw tutti::peer_lost(0, "store gone"); };
-  dead.set = [](const std::string&, store_bytes, deadline) { throw tutti::peer_lost(0, "store gone"); };
-  dead.get = [](const std::string&, deadline) -> store_bytes { throw tutti::peer_lost(0, "store gone"); };
-  dead.check = [](const std::string&, deadline) -> bool { throw tutti::peer_lost(0, "store gone"); };
-  dead.server_rank = 0;
-  const auto blamed = tutti::transport::first_loss(dead, "job/lost", 2, 1, "rank 1 vanished", failed);
-  CHECK(failed);
-  CHECK(blamed.first == 0);
-  CHECK(blamed.second.find("rank 0, whose process serves the job's store, is lost") != std::string::npos);
-  // Unknown server, or the server is the peer seen: the peer seen is named.
-  dead.server_rank = -1;
-  CHECK(tutti::transport::first_loss(dead, "job/lost", 2, 1, "x", failed).first == 1);
+  CHECK(second.store == store_answer::answered);
+
+  // A store whose connection closed (its server died with rank 0): rank 0 is named as lost, not the neighbour.
+  const auto failing = [](auto raise) {
+    tutti::bootstrap::store_ops s;
+    s.add = [raise](const std::string&, std::int64_t, deadline) -> std::int64_t { raise(); return 0; };
+    s.set = [raise](const std::string&, store_bytes, deadline) { raise(); };
+    s.get = [raise](const std::string&, deadline) -> store_bytes { raise(); return {}; };
+    s.check = [raise](const std::string&, deadline) -> bool { raise(); return false; };
+    s.server_rank = 0;
+    return s;
+  };
+  auto gone = failing([] { throw tutti::peer_lost(0, "lost the tcp_store server (rank 0)"); });
+  const auto blamed = tutti::transport::first_loss(gone, "job/lost", 2, 1, "rank 1 vanished");
+  CHECK(blamed.store == store_answer::gone);
+  CHECK(blamed.peer == 0);
+  CHECK(blamed.what.find("rank 0, whose process serves the job's store, is lost: its connection closed; here that "
+                         "showed as: rank 1 vanished") != std::string::npos);
+
+  // A store that does not answer (rank 0 stopped, or its host out of reach): nobody is said to be
+  // lost; the text says the store was silent, and what this rank saw.
+  auto silent = failing([] { throw tutti::timeout("tcp_store did not answer"); });
+  const auto stalled = tutti::transport::first_loss(silent, "job/lost", 3, 1, "rank 1 is lost (Endpoint timeout)");
+  CHECK(stalled.store == store_answer::silent);
+  CHECK(stalled.peer == 0);
+  CHECK(stalled.what.find("the job's store, served by rank 0, did not answer (rank 0 stopped, or its host "
+                          "unreachable) in 1000 ms, so who was lost first cannot be learnt; here: rank 1 is lost "
+                          "(Endpoint timeout)") == 0);
+
+  // Unknown server, or the server is this rank: the peer seen is named, with how the store took it.
+  gone.server_rank = -1;
+  CHECK(tutti::transport::first_loss(gone, "job/lost", 2, 1, "x").peer == 1);
+  silent.server_rank = 3;
+  const auto own = tutti::transport::first_loss(silent, "job/lost", 3, 1, "x");
+  CHECK(own.peer == 1);
+  CHECK(own.what == "x");
+  CHECK(own.store == store_answer::silent);
 }

@@ -58,9 +58,11 @@ class communicator_fusion_port {
         what = e.what();
         failure = std::make_exception_ptr(timeout(engine + stalled_text(*v) + what));
       } else {
-        const auto [peer, text] = first_loss(*c_->transport_, e);
-        what = text;
-        failure = std::make_exception_ptr(peer_lost(peer, engine + text));
+        const auto loss = first_loss(*c_->transport_, e);
+        what = loss.what;
+        failure = loss.store == transport::store_answer::silent
+                      ? std::make_exception_ptr(timeout(engine + stalled_prefix + loss.what))
+                      : std::make_exception_ptr(peer_lost(loss.peer, engine + loss.what));
       }
     } catch (const std::exception& e) {
       what = e.what();

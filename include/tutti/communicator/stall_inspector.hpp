@@ -40,9 +40,14 @@
 
 namespace tutti::detail {
 
-//! How every rank's error begins once the job stalled: the verdict, then what this rank saw.
+//! How every rank's error begins once the job stalled. Also where the job's store was silent
+//! when a peer was seen lost (transport/first_loss.hpp): its server is stopped or out of reach,
+//! a stall though nobody could decide it.
+inline constexpr const char* stalled_prefix = "the job stalled: ";
+
+//! The error's beginning once the job stalled: the verdict, then what this rank saw.
 [[nodiscard]] inline std::string stalled_text(const std::string& verdict) {
-  return "the job stalled: " + verdict + "; here: ";
+  return stalled_prefix + verdict + "; here: ";
 }
 
 class stall_inspector {

@@ -113,8 +113,7 @@ class store_activity_board final : public activity_board {
     } catch (const timeout& e) {
       const int s = store_.server_rank;
       if (s < 0 || s == rank_) throw;
-      throw timeout("the job's store, served by " + rank_text(s) + ", did not answer (" + rank_text(s) +
-                    " stopped, or its host unreachable): " + e.what());
+      throw timeout(silent_store_text(s) + ": " + e.what());
     }
     return out;
   }

@@ -109,10 +109,9 @@ class multi_node : private multi_node_detail::job_scope, public node_aware<shm, 
   [[nodiscard]] transport::activity_board& activity_board() noexcept { return board_; }
 
   //! The job's first lost rank, for the communicator's error (communicator.hpp): see first_loss.hpp.
-  [[nodiscard]] std::pair<int, std::string> first_loss(int peer, const std::string& what) {
-    bool store_failed = false;
+  [[nodiscard]] loss_account first_loss(int peer, const std::string& what) {
     return transport::first_loss(bootstrap::store_ops::of(*job_scope::store), job_scope::scope + "/lost", rank(), peer,
-                                 what, store_failed);
+                                 what);
   }
 
  private:

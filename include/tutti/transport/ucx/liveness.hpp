@@ -116,8 +116,10 @@ class peer_watch {
   }
 
   //! The job's first lost rank, for the communicator's error (communicator.hpp): see first_loss.hpp.
-  [[nodiscard]] std::pair<int, std::string> first_loss(int peer, const std::string& what) {
-    return transport::first_loss(job_.store, job_.key("lost"), job_.rank, peer, what, store_failed_);
+  [[nodiscard]] loss_account first_loss(int peer, const std::string& what) {
+    auto account = transport::first_loss(job_.store, job_.key("lost"), job_.rank, peer, what);
+    if (account.store != store_answer::answered) store_failed_ = true;
+    return account;
   }
 
   //! abort(): releases ranks in their shutdown barrier, withdraws every receive, forces every

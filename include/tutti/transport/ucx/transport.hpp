@@ -19,6 +19,7 @@
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/policy.hpp"
 #include "tutti/transport/concepts.hpp"
+#include "tutti/transport/first_loss.hpp"
 #include "tutti/transport/op_pool.hpp"
 #include "tutti/transport/ucx/channel.hpp"
 #include "tutti/transport/ucx/liveness.hpp"
@@ -90,7 +91,7 @@ class ucx {
   unsigned progress() { return channel_.progress(); }
 
   //! The job's first lost rank, for the communicator's error (communicator.hpp): see first_loss.hpp.
-  [[nodiscard]] std::pair<int, std::string> first_loss(int peer, const std::string& what) {
+  [[nodiscard]] loss_account first_loss(int peer, const std::string& what) {
     return peers_.first_loss(peer, what);
   }
 
