@@ -611,8 +611,8 @@ TEST_CASE("first_loss: the first record names the culprit; a store gone names it
   const auto blamed = tutti::transport::first_loss(gone, "job/lost", 2, 1, "rank 1 vanished");
   CHECK(blamed.store == store_answer::gone);
   CHECK(blamed.peer == 0);
-  CHECK(blamed.what.find("rank 0, whose process serves the job's store, is lost: its connection closed; here that "
-                         "showed as: rank 1 vanished") != std::string::npos);
+  CHECK(blamed.what.find("rank 0, whose process serves the job's store, is lost: the store closed or refused its "
+                         "connections; here that showed as: rank 1 vanished") != std::string::npos);
 
   // A store that does not answer (rank 0 stopped, or its host out of reach): nobody is said to be
   // lost; the text says the store was silent, and what this rank saw.

@@ -361,6 +361,41 @@ TEST_CASE("ucx: a rank that leaves while the others wait on it is named by them 
   CHECK(seconds_since(t0) < 10.0);
 }
 
+TEST_CASE("ucx: a wait on a peer whose loss UCX has not noticed ends once the job records a loss, naming the rank lost") {
+  // The fault campaign's `kill`: a rank SIGKILLed while its connection to this one was idle, and
+  // UCX saw nothing for 6 s; its neighbour saw the loss and recorded it (first_loss). Here rank 2
+  // stays alive but silent, and rank 0 records it lost: rank 1's receive from rank 2 must end
+  // within about a second, naming rank 2 and the record, not at its deadline.
+  const auto out = reports(3, [](const rank_info& info, tcp_store& store) -> std::string {
+    auto options = tutti::transport::ucx_options::from_env();
+    options.timeout = 30s;
+    auto t = std::make_unique<ucx>(info.rank, 3, store, "record", options);
+    if (info.rank == 2) {
+      ping(*t, 1);
+      std::this_thread::sleep_for(3s);  // silent while rank 1 waits
+      return "slept";
+    }
+    if (info.rank == 0) {
+      std::this_thread::sleep_for(300ms);
+      const auto account = t->first_loss(2, "rank 2 vanished (seen by rank 0)");
+      return "recorded " + std::to_string(account.peer);
+    }
+    ping(*t, 2);
+    unsigned char b = 0;
+    auto r = t->recv(2, 7, &b, 1);
+    const auto waited = clock_type::now();
+    const std::string report = outcome([&] { t->wait(r, deadline::after(30s)); });
+    return report + " after " + std::to_string(seconds_since(waited));
+  });
+  INFO(out[0], "\n", out[1], "\n", out[2]);
+  CHECK(out[0] == "recorded 2");
+  CHECK(contains(out[1], "peer_lost(2): rank 1: transport::ucx receive of 1 bytes from rank 2 with tag 7: the job lost "
+                         "rank 2 (recorded by the rank that saw it first: rank 2 vanished (seen by rank 0)); this "
+                         "operation cannot complete"));
+  REQUIRE(contains(out[1], " after "));
+  CHECK(std::stod(out[1].substr(out[1].rfind(" after ") + 7)) < 2.0);
+}
+
 TEST_CASE("ucx: UCX's own lines about broken connections stay off the terminal; its other lines do not") {
   tutti::transport::ucx_detail::install_log_filter();
   char path[] = "/tmp/tutti-ucx-log-XXXXXX";

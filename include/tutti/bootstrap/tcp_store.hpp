@@ -181,6 +181,7 @@ class tcp_store {
     }
     // Connect now: a wrong key or an unreachable server is reported at construction.
     idle_.push_back(connect(op_deadline()));
+    reached_ = true;  // from now on a refused connection is the server gone (connect_with_retry)
   }
 
   tcp_store(const tcp_store&) = delete;
@@ -312,7 +313,7 @@ class tcp_store {
 
   [[nodiscard]] connection_ptr connect(deadline until) const {
     return std::make_unique<tcp_detail::store_connection>(connect_host_, port_, opt_.key, opt_.max_frame_bytes, until,
-                                                          opt_.rank);
+                                                          opt_.rank, reached_, opt_.server_rank);
   }
 
   //! An idle connection, or a new one: threads sharing this store each get their own, so one
@@ -378,6 +379,7 @@ class tcp_store {
   std::unique_ptr<tcp_detail::store_server> server_;  //!< server rank only
   std::string connect_host_;
   std::uint16_t port_ = 0;
+  bool reached_ = false;  //!< the constructor's connection succeeded (set before any other thread sees the store)
   std::mutex mutex_;
   std::vector<connection_ptr> idle_;
   bool closed_ = false;

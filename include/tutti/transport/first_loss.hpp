@@ -6,8 +6,8 @@
 //! the store's server may be what died.
 //!
 //! A store that cannot be asked is evidence in itself, of two kinds the store client tells apart:
-//! - its connection closed (tutti::peer_lost from the client): the process serving it is gone, and
-//!   that rank is the one named, as lost;
+//! - its connection closed, or a new one was refused (tutti::peer_lost from the client): the
+//!   process serving it is gone, and that rank is the one named, as lost;
 //! - it did not answer in time (tutti::timeout): its process is alive but stopped, or its host is
 //!   out of reach. Nobody is known to be lost; the peer seen vanish most often gave up at its own
 //!   deadline on that same stall (a neighbour of a stopped rank 0 times out, aborts, and the ranks
@@ -50,6 +50,13 @@ struct loss_account {
   store_answer store = store_answer::answered;
 };
 
+//! The job's loss record, "<rank> <how it showed>", as first_loss writes it: the rank and the text.
+[[nodiscard]] inline std::pair<int, std::string> read_loss_record(const bootstrap::store_bytes& bytes) {
+  const std::string record(bytes.begin(), bytes.end());
+  const auto space = record.find(' ');
+  return {std::stoi(record.substr(0, space)), space == std::string::npos ? std::string() : record.substr(space + 1)};
+}
+
 //! `self` saw `peer` lost (`what` says how): the rank to name and the text to say.
 [[nodiscard]] inline loss_account first_loss(const bootstrap::store_ops& store, const std::string& key, int self,
                                              int peer, const std::string& what) {
@@ -61,13 +68,9 @@ struct loss_account {
       store.set(key, bootstrap::store_bytes(record.begin(), record.end()), deadline::after(failure_store_wait));
       return {peer, what};
     }
-    const auto bytes = store.get(key, deadline::after(2 * failure_store_wait));
-    const std::string record(bytes.begin(), bytes.end());
-    const auto space = record.find(' ');
-    const int first = std::stoi(record.substr(0, space));
+    const auto [first, how] = read_loss_record(store.get(key, deadline::after(2 * failure_store_wait)));
     if (first == peer) return {peer, what};
-    return {first,
-            rank_text(first) + " was lost first (" + record.substr(space + 1) + "); here that showed as: " + what};
+    return {first, rank_text(first) + " was lost first (" + how + "); here that showed as: " + what};
   } catch (const timeout&) {
     if (!server_elsewhere) return {peer, what, store_answer::silent};
     return {server, silent_store_text(server) + " in " + std::to_string(failure_store_wait.count()) +
@@ -77,8 +80,8 @@ struct loss_account {
     if (!server_elsewhere || server == peer) return {peer, what, store_answer::gone};
     // The loss could not be recorded because the store's own process is gone: that rank died,
     // and the neighbour this rank saw vanish was most likely only aborting because of it.
-    return {server, rank_text(server) + ", whose process serves the job's store, is lost: its connection closed; "
-                        "here that showed as: " + what,
+    return {server, rank_text(server) + ", whose process serves the job's store, is lost: the store closed or refused "
+                        "its connections; here that showed as: " + what,
             store_answer::gone};
   }
 }

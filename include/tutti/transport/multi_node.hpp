@@ -109,9 +109,10 @@ class multi_node : private multi_node_detail::job_scope, public node_aware<shm, 
   [[nodiscard]] transport::activity_board& activity_board() noexcept { return board_; }
 
   //! The job's first lost rank, for the communicator's error (communicator.hpp): see first_loss.hpp.
+  //! Recorded where the network transport looks for it while it waits (ucx/liveness.hpp, Loss),
+  //! so that a loss seen in a node's shared memory also ends the network waits elsewhere.
   [[nodiscard]] loss_account first_loss(int peer, const std::string& what) {
-    return transport::first_loss(bootstrap::store_ops::of(*job_scope::store), job_scope::scope + "/lost", rank(), peer,
-                                 what);
+    return network_transport().first_loss(peer, what);
   }
 
  private:

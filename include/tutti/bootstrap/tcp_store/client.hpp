@@ -21,10 +21,12 @@ class store_connection {
  public:
   //! Connects (retrying until `until`) and authenticates both ways. A wrong key is an
   //! invalid_argument that says so (and never shows the key).
+  //! `reached_before`, `server_rank`: see tcp_net::connect_with_retry (a refused connection to a
+  //! server this client has talked to is that server lost).
   store_connection(const std::string& host, std::uint16_t port, const job_key& key, std::size_t max_frame_bytes,
-                   deadline until, int rank)
+                   deadline until, int rank, bool reached_before = false, int server_rank = 0)
       : where_(tcp_net::host_port(host, port)), rank_(rank), max_frame_(max_frame_bytes) {
-    fd_ = tcp_net::connect_with_retry(host, port, until, rank);
+    fd_ = tcp_net::connect_with_retry(host, port, until, rank, reached_before, server_rank < 0 ? 0 : server_rank);
     authenticate(key, until);
   }
 

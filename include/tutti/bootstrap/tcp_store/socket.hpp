@@ -185,8 +185,9 @@ inline void set_nodelay(int fd) noexcept {
 }
 
 //! One non-blocking connect to one address, waiting at most until `until`. Empty fd on failure
-//! (with `error` set); the socket returned is non-blocking.
-[[nodiscard]] inline unique_fd connect_once(const addrinfo& a, deadline until, std::string& error) {
+//! (with `error` set, and `refused` when the host answered that nothing listens on the port); the
+//! socket returned is non-blocking.
+[[nodiscard]] inline unique_fd connect_once(const addrinfo& a, deadline until, std::string& error, bool& refused) {
   unique_fd fd(::socket(a.ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP));
   if (!fd) {
     error = "socket: " + errno_text(errno);
@@ -194,6 +195,7 @@ inline void set_nodelay(int fd) noexcept {
   }
   if (::connect(fd.get(), a.ai_addr, a.ai_addrlen) != 0) {
     if (errno != EINPROGRESS) {
+      refused = errno == ECONNREFUSED;
       error = errno_text(errno);
       return {};
     }
@@ -209,6 +211,7 @@ inline void set_nodelay(int fd) noexcept {
     socklen_t len = sizeof so_error;
     ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &len);
     if (rc < 0 || so_error != 0) {
+      refused = rc >= 0 && so_error == ECONNREFUSED;
       error = errno_text(rc < 0 ? errno : so_error);
       return {};
     }
@@ -219,8 +222,11 @@ inline void set_nodelay(int fd) noexcept {
 
 //! Connects to host:port, retrying with capped exponential back-off and jitter (the server may
 //! start after its clients) until `until`; then a tutti::timeout saying what was tried for how long.
+//! `reached_before`: this client has talked to the server already. Then a refused connection (its
+//! host answers, nothing listens on the port) means the server's process is gone, not "not yet
+//! started": tutti::peer_lost naming `server_rank` at once, instead of retrying until the deadline.
 [[nodiscard]] inline unique_fd connect_with_retry(const std::string& host, std::uint16_t port, deadline until,
-                                                  int rank) {
+                                                  int rank, bool reached_before = false, int server_rank = 0) {
   using namespace std::chrono;
   const auto started = steady_clock::now();
   std::minstd_rand jitter(std::random_device{}());
@@ -230,10 +236,15 @@ inline void set_nodelay(int fd) noexcept {
   int attempts = 0;
   do {
     ++attempts;
+    bool refused = false;
     if (auto list = resolve(host, port, false, rank, &error)) {
       for (const addrinfo* a = list.get(); a; a = a->ai_next)
-        if (auto fd = connect_once(*a, until, error)) return fd;
+        if (auto fd = connect_once(*a, until, error, refused)) return fd;
     }
+    if (refused && reached_before)
+      throw peer_lost(server_rank, rank_prefix(rank) + "lost the tcp_store server (rank " + std::to_string(server_rank) +
+                                       ") at " + host_port(host, port) + ": its port refuses connections (" + error +
+                                       "): the server's process is gone");
     // Sleep between half and all of the current delay, so ranks started together spread out.
     const auto sleep = milliseconds(delay.count() / 2 + static_cast<long long>(jitter() % static_cast<std::uint64_t>(delay.count() / 2 + 1)));
     const auto left = duration_cast<milliseconds>(until.at() - steady_clock::now());

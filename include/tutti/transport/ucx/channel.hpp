@@ -81,7 +81,7 @@ class channel {
     if (!r.op) return true;
     progress();
     if (r.op->state == op_pending) {
-      watch_departure(*r.op);
+      watch_departure(r);
       if (r.op->state == op_pending) return false;
     }
     finish(r);
@@ -98,7 +98,7 @@ class channel {
         ::sched_yield();
         idle = 0;
       }
-      if (r.op->state == op_pending) watch_departure(*r.op);
+      if (r.op->state == op_pending) watch_departure(r);
       if (r.op->state == op_pending && until.passed()) give_up(r);
     }
     finish(r);
@@ -132,14 +132,24 @@ class channel {
     return (static_cast<std::uint64_t>(source) << tag_bits) | tag;
   }
 
-  //! See liveness.hpp (Leaving). Called while an operation with `op.peer` is pending.
-  void watch_departure(op_state& op) {
-    if (!peers_.announced_departure(op)) return;
-    // It flushed its sends before announcing, so what it sent has arrived: let UCX deliver it.
+  //! See liveness.hpp (Loss, Leaving). Called while `r`'s operation is pending.
+  void watch_departure(request& r) {
+    op_state& op = *r.op;
+    const auto word = peers_.check_long_wait(op);
+    if (word == peer_watch::long_wait::nothing) return;
+    if (word == peer_watch::long_wait::job_lost) give_up_on_loss(r);
+    // A peer lost or gone: what it sent has arrived or never will; let UCX deliver what it can.
     const deadline drain = deadline::after(std::chrono::milliseconds(20));
     while (op.state == op_pending && !drain.passed()) progress();
     if (op.state != op_pending) return;
-    peers_.departed(op);
+    if (word == peer_watch::long_wait::peer_left) {
+      peers_.departed(op);
+      return;
+    }
+    // Lost, and its operation never finishes (a matched receive: UCX cannot cancel it).
+    const op_state stuck = op;
+    abandon(r);
+    raise_failure(job_.rank, stuck, UCS_ERR_CANCELED, peers_.lost(stuck.peer), false, false);
   }
 
   op_state* acquire(int peer, std::uint64_t tag, std::size_t bytes, bool is_send) {
@@ -189,14 +199,27 @@ class channel {
   //! The deadline passed: cancel a receive (a send stays with UCX until it completes or its
   //! endpoint closes); the record returns to the pool from the completion callback.
   [[noreturn]] void give_up(request& r) {
+    const std::string what = describe(job_.rank, *r.op) + " did not complete before the deadline (TUTTI_TIMEOUT)";
+    abandon(r);
+    throw timeout(what);
+  }
+
+  //! The job recorded a loss while this operation waited (liveness.hpp, Loss): it cannot complete.
+  [[noreturn]] void give_up_on_loss(request& r) {
+    const auto& [first, how] = peers_.recorded_loss();
+    const std::string what = describe(job_.rank, *r.op) + ": the job lost " + rank_text(first) +
+                             " (recorded by the rank that saw it first: " + how + "); this operation cannot complete";
+    abandon(r);
+    throw peer_lost(first, what);
+  }
+
+  void abandon(request& r) noexcept {
     auto* op = std::exchange(r.op, nullptr);
-    const std::string what = describe(job_.rank, *op) + " did not complete before the deadline (TUTTI_TIMEOUT)";
     op->abandoned = true;
     if (op->is_send)
       peers_.stalled(op->peer);  // UCX cannot cancel a send: close() forces it out
     else
       ucp_request_cancel(worker_.get(), op->request);
-    throw timeout(what);
   }
 
   void finish(request& r) {

@@ -5,6 +5,14 @@
 //! marked lost, its endpoint force-closed (pending sends to it fail) and the receives posted for
 //! it cancelled, so every wait involving it throws tutti::peer_lost at once rather than at the
 //! deadline. abort() tears this rank's worker down, which peers see as exactly such a break.
+//! Two holes, found by the fault campaign (a receive from a SIGKILLed rank waited out
+//! TUTTI_TIMEOUT, once in 8 `kill` runs): a receive that had already matched its message (a
+//! rendezvous under way) when the sender died cannot be cancelled and never completes; and UCX
+//! may not notice a peer at all while its connection to this rank is idle (it learns at its next
+//! send, or from its keepalive, 20 s and more later). So an operation that has waited
+//! departure_poll fails with peer_lost if its peer was reported lost meanwhile, and asks the
+//! store whether the job recorded a loss (first_loss.hpp's record, written by the first rank that
+//! saw one): if so it fails with peer_lost naming that rank.
 //!
 //! Leaving: a rank whose transport is destroyed while the others still expect messages (it
 //! returned from main or threw right after joining, say) is not a broken connection: its endpoints
@@ -84,24 +92,39 @@ class peer_watch {
     if (!closing_.empty()) reap_closes();
   }
 
-  //! Whether `op`'s peer announced that it left (see the top of this file); asks the store at
-  //! most every departure_poll, and only about an operation that has waited that long.
-  bool announced_departure(const op_state& op) {
+  //! What is known of an operation that has waited departure_poll (asked at most every
+  //! departure_poll): nothing; its peer was reported lost and the operation is still pending
+  //! (a receive that had matched its message when the sender died: UCX cannot cancel it, and it
+  //! never completes); its peer announced that it left (Leaving); or the job recorded a loss
+  //! (Loss: recorded_loss() then says whose).
+  enum class long_wait { nothing, peer_lost, peer_left, job_lost };
+  long_wait check_long_wait(const op_state& op) {
     const auto now = std::chrono::steady_clock::now();
-    if (now - op.posted < departure_poll || now < next_departure_check_ || store_failed_) return false;
+    if (now - op.posted < departure_poll || now < next_departure_check_ || op.peer == job_.rank)
+      return long_wait::nothing;
     next_departure_check_ = now + departure_poll;
-    if (lost(op.peer) != UCS_OK || op.peer == job_.rank) return false;
+    if (lost(op.peer) != UCS_OK) return long_wait::peer_lost;
+    if (store_failed_) return long_wait::nothing;
     try {
-      return job_.store.check(job_.key("left/" + std::to_string(op.peer)), deadline::after(failure_store_wait));
+      if (job_.store.check(job_.key("lost/count"), deadline::after(failure_store_wait))) {
+        recorded_loss_ = read_loss_record(job_.store.get(job_.key("lost"), deadline::after(2 * failure_store_wait)));
+        return long_wait::job_lost;
+      }
+      return job_.store.check(job_.key("left/" + std::to_string(op.peer)), deadline::after(failure_store_wait))
+                 ? long_wait::peer_left
+                 : long_wait::nothing;
     } catch (const std::exception&) {
       // Out of reach for now (its process gone — UCX reports that loss itself — or the link
       // down for a while): ask again later, not never. Giving up for good made a job whose link
       // flapped for 1.5 s skip its shutdown barrier on one host, and the other host's ranks wait
       // TUTTI_TIMEOUT in theirs (the fault campaign's `flap`, tests/netns/faults.sh).
       next_departure_check_ = now + 4 * failure_store_wait;
-      return false;
+      return long_wait::nothing;
     }
   }
+
+  //! The loss the job recorded, once check_long_wait() said job_lost: the rank and how it was seen.
+  [[nodiscard]] const std::pair<int, std::string>& recorded_loss() const noexcept { return recorded_loss_; }
 
   //! `op`'s peer left and what it sent has been delivered: it is lost from now on.
   void departed(const op_state& op) noexcept {
@@ -267,6 +290,7 @@ class peer_watch {
   bool abandoned_ = false;                    //!< `<prefix>/abandoned` set (or tried) by this rank
   bool store_failed_ = false;                 //!< a store operation failed after a loss: skip the barrier
   std::chrono::steady_clock::time_point next_departure_check_{};
+  std::pair<int, std::string> recorded_loss_{-1, {}};  //!< the job's loss record, once read
   std::vector<void*> closing_;                //!< endpoint close requests still in progress
 };
 
