@@ -6,6 +6,9 @@
 //!                         train: data_parallel_trainer steps of a least-squares model;
 //!                         mixed: the three in turn (the soak, soak.sh).
 //!   TUTTI_FAULT_SECONDS   how long rank 0 keeps the job going (default 8)
+//!   TUTTI_FAULT_PACE_MS   every rank sleeps this long after each unit of work (default 0): a soak
+//!                         that runs beside other tests (CI's) takes a fraction of the cores
+//!                         instead of all of them, and still meets every kill and restart
 //!   TUTTI_FAULT_LEAVE     "R S": rank R returns from its work S seconds after `ready`, without a
 //!                         word (a program whose loop ended early), destroying its communicator
 //! Prints `fault-worker rank R: ready job=<id> pid=<pid>` once every rank has met, then, once its
@@ -22,6 +25,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <tutti/algorithm/automatic.hpp>
@@ -100,6 +104,7 @@ int main() {
   const auto started = clock_type::now();
   const auto phase = tutti::config::raw("TUTTI_FAULT_PHASE").value_or("allreduce");
   const double seconds = std::stod(tutti::config::raw("TUTTI_FAULT_SECONDS").value_or("8"));
+  const auto pace = std::chrono::milliseconds(std::stoi(tutti::config::raw("TUTTI_FAULT_PACE_MS").value_or("0")));
   std::optional<std::pair<int, double>> leave;
   if (const auto spec = tutti::config::raw("TUTTI_FAULT_LEAVE"))
     leave = std::pair{std::stoi(*spec), std::stod(spec->substr(spec->find(' ') + 1))};
@@ -126,6 +131,7 @@ int main() {
           }
           w.once();
           ++iterations;
+          if (pace.count() > 0) std::this_thread::sleep_for(pace);
         }
       } catch (...) {
         failed = clock_type::now();  // before the communicator's destructor runs

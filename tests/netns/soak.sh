@@ -14,7 +14,9 @@
 # name the victim. Prints one line per job.
 source "$(dirname "$0")/lib.sh"
 total=${1:?seconds} segment=${2:?segment} sample=${3:?sample} worker=${4:?worker} out=${5:-}
-export TUTTI_TIMEOUT=6 TUTTI_STALL_WARN=2 TUTTI_FAULT_SECONDS=$segment
+# TUTTI_SOAK_TIMEOUT: the collectives' deadline (6 s; CI's soak, beside other tests, takes 30).
+# TUTTI_FAULT_PACE_MS and TUTTI_CYCLE_TIME, when set, pace the work (fault_worker.cpp, CMakeLists.txt).
+export TUTTI_TIMEOUT=${TUTTI_SOAK_TIMEOUT:-6} TUTTI_STALL_WARN=2 TUTTI_FAULT_SECONDS=$segment
 per_rank_limit=$((segment + 60))
 world=4
 netns_hosts 2
