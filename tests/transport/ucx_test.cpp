@@ -88,6 +88,17 @@ void ping(ucx& t, int peer) {
   t.wait(r, deadline::after(10s));
 }
 
+//! After a ping with rank 2, waits (30 s at most) for a byte rank 2 never sends: how that ended
+//! ("peer_lost(2): ...") and when (" after S").
+std::string wait_on_rank_2(ucx& t) {
+  ping(t, 2);
+  unsigned char b = 0;
+  auto r = t.recv(2, 7, &b, 1);
+  const auto waited = clock_type::now();
+  const std::string report = outcome([&] { t.wait(r, deadline::after(30s)); });
+  return report + " after " + std::to_string(seconds_since(waited));
+}
+
 std::size_t count_entries(const char* dir) {
   std::size_t n = 0;
   if (DIR* d = ::opendir(dir)) {
@@ -341,12 +352,7 @@ TEST_CASE("ucx: a rank that leaves while the others wait on it is named by them 
       t.reset();
       return "left in " + std::to_string(seconds_since(left));
     }
-    ping(*t, 2);
-    unsigned char b = 0;
-    auto r = t->recv(2, 7, &b, 1);
-    const auto waited = clock_type::now();
-    const std::string report = outcome([&] { t->wait(r, deadline::after(30s)); });
-    return report + " after " + std::to_string(seconds_since(waited));
+    return wait_on_rank_2(*t);
   });
   INFO(out[0], "\n", out[1], "\n", out[2]);
   for (int r = 0; r < 2; ++r) {
@@ -380,12 +386,7 @@ TEST_CASE("ucx: a wait on a peer whose loss UCX has not noticed ends once the jo
       const auto account = t->first_loss(2, "rank 2 vanished (seen by rank 0)");
       return "recorded " + std::to_string(account.peer);
     }
-    ping(*t, 2);
-    unsigned char b = 0;
-    auto r = t->recv(2, 7, &b, 1);
-    const auto waited = clock_type::now();
-    const std::string report = outcome([&] { t->wait(r, deadline::after(30s)); });
-    return report + " after " + std::to_string(seconds_since(waited));
+    return wait_on_rank_2(*t);
   });
   INFO(out[0], "\n", out[1], "\n", out[2]);
   CHECK(out[0] == "recorded 2");

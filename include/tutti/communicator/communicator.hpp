@@ -405,9 +405,8 @@ class communicator {
       throw_if_stalled(d, during, e);  // the peer gave up on a stall
       const auto loss = detail::first_loss(*transport_, e);  // before fail(): our abort is what peers see next
       fail(d, loss.what.c_str());
-      if (loss.store == transport::store_answer::silent)  // a stall nobody could decide (first_loss.hpp)
-        throw timeout(where(d) + during + detail::stalled_prefix + loss.what);
-      throw peer_lost(loss.peer, where(d) + during + loss.what);
+      if (loss.store != transport::store_answer::silent) throw peer_lost(loss.peer, where(d) + during + loss.what);
+      throw timeout(where(d) + during + detail::stalled_prefix + loss.what);  // a stall nobody could decide
     } catch (const timeout& e) {
       // The first rank to time out decides who is stuck; every rank says the same (stall_inspector.hpp).
       const std::string verdict = inspector_ ? detail::stalled_text(inspector_->verdict(d)) : "";
