@@ -13,6 +13,7 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -24,6 +25,7 @@
 #include "checks.hpp"
 #include "codec_communicators.hpp"
 #include "collective_work.hpp"
+#include "unequal_alltoall.hpp"
 
 namespace tutti_torch {
 
@@ -119,24 +121,21 @@ class process_group final : public group_base {
     return queue(c10d::OpType::_REDUCE_SCATTER_BASE, {output},
                  [=](Comm& c) { c.reduce_scatter(iv, ov, o); }, {input});
   }
-  //! all_to_all_single with equal splits (none given, or all equal); unequal splits are refused.
+  //! all_to_all_single. Equal splits (none given): one alltoall. Unequal: unequal_alltoall.hpp.
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
                                                std::vector<int64_t>& input_splits, const c10d::AllToAllOptions&) override {
-    const auto equal = [&](const std::vector<int64_t>& splits, const at::Tensor& t) {
-      if (splits.empty()) return true;
-      const int64_t rows = t.dim() ? t.size(0) : 0;
-      for (auto s : splits)
-        if (s * getSize() != rows) return false;
-      return true;
-    };
-    TORCH_CHECK(equal(output_splits, output) && equal(input_splits, input),
-                at("all_to_all_single"), ": only equal splits are supported (unequal split sizes are not built yet)");
-    TORCH_CHECK(input.numel() == output.numel() && input.numel() % getSize() == 0,
-                at("all_to_all_single"), ": input and output must hold the same number of elements, a multiple of ",
-                getSize(), " (got ", input.numel(), " and ", output.numel(), ")");
-    const auto iv = view_of(input, at("all_to_all_single"));
-    const auto ov = view_of(output, at("all_to_all_single"));
-    return queue(c10d::OpType::ALLTOALL_BASE, {output}, [=](Comm& c) { c.alltoall(iv, ov); }, {input});
+    const site where = at("all_to_all_single");
+    if (input_splits.empty() && output_splits.empty()) {
+      TORCH_CHECK(input.numel() == output.numel() && input.numel() % getSize() == 0, where,
+                  ": input and output must hold the same number of elements, a multiple of ", getSize(), " (got ",
+                  input.numel(), " and ", output.numel(), ")");
+      const auto iv = view_of(input, where);
+      const auto ov = view_of(output, where);
+      return queue(c10d::OpType::ALLTOALL_BASE, {output}, [=](Comm& c) { c.alltoall(iv, ov); }, {input});
+    }
+    const auto plan = unequal_alltoall::plan_of(input, output, input_splits, output_splits, getSize(), where);
+    return queue(c10d::OpType::ALLTOALL_BASE, {output},
+                 [=](Comm& c) { unequal_alltoall::run(c, plan, input, output); }, {input});
   }
   //! all_to_all of one tensor per rank, all the same size: packed into one buffer each way.
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
@@ -148,11 +147,7 @@ class process_group final : public group_base {
                       inputs[r].scalar_type() == inputs[0].scalar_type() &&
                       outputs[r].scalar_type() == inputs[0].scalar_type(),
                   at("all_to_all"), ": only tensors of one size and dtype are supported (unequal sizes are not built yet)");
-    auto packed_in = at::cat(inputs.empty() ? std::vector<at::Tensor>{} : [&] {
-      std::vector<at::Tensor> flat;
-      for (const auto& t : inputs) flat.push_back(t.reshape({-1}));
-      return flat;
-    }());
+    auto packed_in = packed_of(inputs);
     auto packed_out = at::empty_like(packed_in);
     const auto iv = view_of(packed_in, at("all_to_all"));
     const auto ov = view_of(packed_out, at("all_to_all"));
@@ -162,6 +157,80 @@ class process_group final : public group_base {
       for (std::size_t r = 0; r < outs.size(); ++r)
         outs[r].copy_(packed_out.narrow(0, static_cast<int64_t>(r) * n, n).view_as(outs[r]));
     }, {packed_in, packed_out});
+  }
+  //! reduce_scatter of one input tensor per rank, all the output's size: packed, then reduce_scatter_tensor's way.
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override {
+    const site where = at("reduce_scatter");
+    const auto& out = only_tensor(outputs, where);
+    TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(), where, ": one list of ",
+                getSize(), " input tensors expected");
+    for (const auto& t : inputs[0])
+      TORCH_CHECK(t.numel() == out.numel() && t.scalar_type() == out.scalar_type(), where,
+                  ": every input tensor must be the output's size and dtype");
+    auto packed = packed_of(inputs[0]);
+    const auto iv = view_of(packed, where);
+    const auto ov = view_of(out, where);
+    const auto o = op_of(opts.reduceOp, where);
+    return queue(c10d::OpType::REDUCE_SCATTER, outputs, [=](Comm& c) { c.reduce_scatter(iv, ov, o); }, {packed});
+  }
+  //! gather to one rank, through an allgather: every rank receives what only the root keeps (the
+  //! communicator has no gather; docs/pytorch.md), so it moves ranks times the root's bytes.
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override {
+    const site where = at("gather");
+    const auto& in = only_tensor(inputs, where);
+    const bool root = opts.rootRank == getRank();
+    TORCH_CHECK(outputs.size() == (root ? 1u : 0u) || (!root && outputs.size() == 1 && outputs[0].empty()), where,
+                root ? ": the root gives one list of output tensors" : ": only the root gives output tensors");
+    if (root) {
+      TORCH_CHECK(static_cast<int>(outputs[0].size()) == getSize(), where, ": the root's list holds ",
+                  outputs[0].size(), " tensors; one per rank (", getSize(), ") expected");
+      for (const auto& o : outputs[0])
+        TORCH_CHECK(o.numel() == in.numel() && o.scalar_type() == in.scalar_type(), where,
+                    ": every output tensor must be the input's size and dtype");
+    }
+    const auto iv = view_of(in, where);
+    auto flat = at::empty({getSize() * in.numel()}, in.options());
+    const auto fv = view_of(flat, where);
+    std::vector<at::Tensor> outs = root ? outputs[0] : std::vector<at::Tensor>{};
+    return queue(c10d::OpType::GATHER, outs, [=, n = in.numel()](Comm& c) {
+      c.allgather(iv, fv);
+      for (std::size_t r = 0; r < outs.size(); ++r)
+        outs[r].copy_(flat.narrow(0, static_cast<int64_t>(r) * n, n).view_as(outs[r]));
+    }, {in, flat});
+  }
+  //! scatter from one rank, through a broadcast of everything the root sends (the communicator has
+  //! no scatter; docs/pytorch.md): every rank receives ranks times its own share.
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override {
+    const site where = at("scatter");
+    const auto& out = only_tensor(outputs, where);
+    const bool root = opts.rootRank == getRank();
+    TORCH_CHECK(inputs.size() == (root ? 1u : 0u) || (!root && inputs.size() == 1 && inputs[0].empty()), where,
+                root ? ": the root gives one list of input tensors" : ": only the root gives input tensors");
+    if (root) {
+      TORCH_CHECK(static_cast<int>(inputs[0].size()) == getSize(), where, ": the root's list holds ", inputs[0].size(),
+                  " tensors; one per rank (", getSize(), ") expected");
+      for (const auto& t : inputs[0])
+        TORCH_CHECK(t.numel() == out.numel() && t.scalar_type() == out.scalar_type(), where,
+                    ": every input tensor must be the output's size and dtype");
+    }
+    auto flat = root ? packed_of(inputs[0]) : at::empty({getSize() * out.numel()}, out.options());
+    const auto fv = view_of(flat, where);
+    (void)view_of(out, where);
+    const int from = static_cast<int>(opts.rootRank);
+    return queue(c10d::OpType::SCATTER, outputs, [=, me = getRank(), n = out.numel()](Comm& c) {
+      c.broadcast(fv, from);
+      out.copy_(flat.narrow(0, static_cast<int64_t>(me) * n, n).view_as(out));
+    }, {flat});
+  }
+  //! Point-to-point is not built: the communicator runs collectives only (docs/pytorch.md).
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>&, int, int) override { refuse_point_to_point("send"); }
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>&, int, int) override { refuse_point_to_point("recv"); }
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>&, int) override {
+    refuse_point_to_point("recv");
   }
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions&) override {
     return queue(c10d::OpType::BARRIER, {}, [](Comm& c) { c.barrier(); });
@@ -180,6 +249,19 @@ class process_group final : public group_base {
 
  private:
   [[nodiscard]] site at(const char* collective) const { return {getRank(), collective}; }
+
+  //! One flat tensor of `ts` one after another (the same dtype, checked by the caller).
+  static at::Tensor packed_of(const std::vector<at::Tensor>& ts) {
+    std::vector<at::Tensor> flat;
+    for (const auto& t : ts) flat.push_back(t.reshape({-1}));
+    return at::cat(flat);
+  }
+
+  [[noreturn]] void refuse_point_to_point(const char* what) const {
+    TORCH_CHECK(false, at(what), ": point-to-point operations are not supported by the tutti backend yet (its "
+                "communicator runs collectives only); use a gloo group for send/recv beside it");
+    std::abort();  // not reached
+  }
 
   //! Queues `body` for the worker. The Work holds `result` (its outputs) and `held` (what the
   //! collective reads: inputs, packed buffers), so no tensor it touches is freed before it has run.

@@ -52,6 +52,79 @@ def check(got, want, what, tol=0.0):
         raise AssertionError(f"{what}: got {got[:8].tolist()} want {want[:8].tolist()}")
 
 
+def rows_sent(src, dst):
+    """How many rows rank `src` sends rank `dst` in the unequal all_to_all_single: 0 to 4, skewed."""
+    return (3 * src + dst) % 5
+
+
+def block(src, dst, dtype):
+    """The rows `src` sends `dst`: 3 columns, values naming both ranks and the row."""
+    n = rows_sent(src, dst)
+    rows = torch.arange(n, dtype=torch.int64).unsqueeze(1) * 3 + torch.arange(3, dtype=torch.int64)
+    return ((rows + 10 * src + 50 * dst) % 120).to(dtype)
+
+
+def check_unequal_alltoall(rank, world):
+    """all_to_all_single with unequal split sizes against the blocks it must deliver; disagreeing
+    split sizes fail on every rank, naming the pair on the rank that sees it."""
+    for dtype in (torch.float32, torch.int64, torch.bfloat16, torch.uint8):
+        src = torch.cat([block(rank, k, dtype) for k in range(world)])
+        dst = torch.empty(sum(rows_sent(r, rank) for r in range(world)), 3, dtype=dtype)
+        dist.all_to_all_single(dst, src, [rows_sent(r, rank) for r in range(world)],
+                               [rows_sent(rank, k) for k in range(world)])
+        check(dst, torch.cat([block(r, rank, dtype) for r in range(world)]).to(torch.float64),
+              f"all_to_all_single unequal {dtype}")
+    if world > 1:
+        # Rank 0 expects one row too many from the last rank; everyone else is right.
+        expect = [rows_sent(r, rank) for r in range(world)]
+        if rank == 0:
+            expect[-1] += 1
+        dst = torch.empty(sum(expect), 3)
+        src = torch.cat([block(rank, k, torch.float32) for k in range(world)])
+        try:
+            dist.all_to_all_single(dst, src, expect, [rows_sent(rank, k) for k in range(world)])
+            raise AssertionError("disagreeing split sizes were not refused")
+        except RuntimeError as e:
+            assert f"tutti: rank {rank}: all_to_all_single: the ranks' split sizes disagree, nothing was moved" in str(e), str(e)
+            if rank == 0:
+                assert (f"rank {world - 1} sends {rows_sent(world - 1, 0)} rows here, output_split_sizes expects "
+                        f"{rows_sent(world - 1, 0) + 1}") in str(e), str(e)
+        try:
+            dist.all_to_all_single(torch.empty(world + 1), torch.ones(world + 1), [1] * world, [1] * world)
+            raise AssertionError("split sizes that do not add up were not refused")
+        except RuntimeError as e:
+            assert f"tutti: rank {rank}: all_to_all_single: input_split_sizes add up to {world} rows" in str(e), str(e)
+
+
+def check_rooted_and_lists(rank, world):
+    """gather, scatter (every root) and the list form of reduce_scatter against the reference;
+    send/recv refused with a sentence naming the rank."""
+    for dtype in (torch.float32, torch.int32, torch.float16):
+        for n in (0, 1, 1009):
+            for root in range(world):
+                outs = [torch.empty(n, dtype=dtype) for _ in range(world)] if rank == root else None
+                dist.gather(value(rank, n, dtype), outs, dst=root)
+                if rank == root:
+                    for r in range(world):
+                        check(outs[r], value(r, n, dtype).to(torch.float64), f"gather {dtype} n={n} to {root} from {r}")
+                got = torch.empty(n, dtype=dtype)
+                dist.scatter(got, [value(root + 10 * k, n, dtype) for k in range(world)] if rank == root else None,
+                             src=root)
+                check(got, value(root + 10 * rank, n, dtype).to(torch.float64), f"scatter {dtype} n={n} from {root}")
+            part = torch.empty(n, dtype=dtype)
+            dist.reduce_scatter(part, [value(rank + k, n, dtype) for k in range(world)], op=dist.ReduceOp.SUM)
+            want = sum(value(r + rank, n, dtype).to(torch.float64) for r in range(world))
+            check(part, want, f"reduce_scatter {dtype} n={n}")
+    if world > 1:
+        for call in (lambda: dist.send(torch.ones(2), dst=(rank + 1) % world),
+                     lambda: dist.recv(torch.ones(2), src=(rank + 1) % world)):
+            try:
+                call()
+                raise AssertionError("point-to-point was not refused")
+            except RuntimeError as e:
+                assert f"tutti: rank {rank}: " in str(e) and "point-to-point operations are not supported" in str(e), str(e)
+
+
 def rank_main(rank, world, port):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("tutti", rank=rank, world_size=world)
@@ -98,13 +171,8 @@ def check_collectives(rank, world):
                 dist.all_to_all(outs, [value(rank * world + k, n, dtype) for k in range(world)])
                 for r in range(world):
                     check(outs[r], value(r * world + rank, n, dtype).to(torch.float64), f"all_to_all {dtype} n={n} from {r}")
-    if world > 1:
-        try:
-            dist.all_to_all_single(torch.empty(world + 1), torch.ones(world + 1),
-                                   [1] * (world - 1) + [2], [1] * (world - 1) + [2])
-            raise AssertionError("unequal splits were not refused")
-        except RuntimeError as e:
-            assert f"tutti: rank {rank}: all_to_all_single: only equal splits" in str(e), str(e)
+    check_unequal_alltoall(rank, world)
+    check_rooted_and_lists(rank, world)
     work = dist.all_reduce(torch.ones(4), async_op=True)
     work.wait()
     dist.barrier()
