@@ -3,9 +3,13 @@
 #pragma once
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <chrono>
 #include <exception>
+#include <thread>
 #include <utility>
 #include <vector>
+
+#include <tutti/core/config.hpp>
 
 namespace tutti_torch {
 
@@ -15,6 +19,20 @@ class collective_work : public c10d::Work {
       : c10d::Work(rank, type), result_(std::move(result)), held_(std::move(held)),
         future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
   std::vector<at::Tensor> result() override { return result_; }
+
+  //! Looks for completion for a moment before sleeping in Work::wait: a small collective is done in
+  //! microseconds, and a futex wake-up costs 10–30 µs on a VM (the group's worker lingers likewise).
+  bool wait(std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) override {  // 0: none, as c10d
+    const auto until = std::chrono::steady_clock::now() + linger();
+    while (!isCompleted() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    return c10d::Work::wait(timeout);
+  }
+  //! TUTTI_TORCH_LINGER_US (default 50, 0 to sleep at once; read once): how long a waiter and the
+  //! group's worker look for the next event before sleeping.
+  static std::chrono::microseconds linger() {
+    static const auto us = std::chrono::microseconds(tutti::config::integer("TUTTI_TORCH_LINGER_US", 50, 0, 100000));
+    return us;
+  }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
   //! The worker's: the collective ran, and failed with `failed` unless it is null.

@@ -285,7 +285,7 @@ class process_group final : public group_base {
   std::unique_ptr<codecs_type> codecs_;  // made on the worker only, so never touched by two threads
   // Runs the group's collectives in call order; destroyed first, after running what is queued. Each
   // task catches its own error (it goes to its Work), so the worker never skips a later one.
-  std::unique_ptr<tutti::background_worker> worker_ = std::make_unique<tutti::background_worker>("tutti-torch");
+  std::unique_ptr<tutti::background_worker> worker_ = std::make_unique<tutti::background_worker>("tutti-torch", collective_work::linger());
 };
 
 }  // namespace tutti_torch
