@@ -368,8 +368,8 @@ TEST_CASE("ucx: a rank that leaves while the others wait on it is named by them 
 }
 
 TEST_CASE("ucx: a wait on a peer whose loss UCX has not noticed ends once the job records a loss, naming the rank lost") {
-  // The fault campaign's `kill`: a rank SIGKILLed while its connection to this one was idle, and
-  // UCX saw nothing for 6 s; its neighbour saw the loss and recorded it (first_loss). Here rank 2
+  // The fault campaign's `kill`: a receive from a SIGKILLed rank stayed pending for 6 s (a matched
+  // rendezvous UCX cannot cancel); its neighbour saw the loss and recorded it (first_loss). Here rank 2
   // stays alive but silent, and rank 0 records it lost: rank 1's receive from rank 2 must end
   // within about a second, naming rank 2 and the record, not at its deadline.
   const auto out = reports(3, [](const rank_info& info, tcp_store& store) -> std::string {

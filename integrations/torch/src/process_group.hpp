@@ -182,15 +182,7 @@ class process_group final : public group_base {
     const site where = at("gather");
     const auto& in = only_tensor(inputs, where);
     const bool root = opts.rootRank == getRank();
-    TORCH_CHECK(outputs.size() == (root ? 1u : 0u) || (!root && outputs.size() == 1 && outputs[0].empty()), where,
-                root ? ": the root gives one list of output tensors" : ": only the root gives output tensors");
-    if (root) {
-      TORCH_CHECK(static_cast<int>(outputs[0].size()) == getSize(), where, ": the root's list holds ",
-                  outputs[0].size(), " tensors; one per rank (", getSize(), ") expected");
-      for (const auto& o : outputs[0])
-        TORCH_CHECK(o.numel() == in.numel() && o.scalar_type() == in.scalar_type(), where,
-                    ": every output tensor must be the input's size and dtype");
-    }
+    check_root_list(outputs, root, in, "output", "input", where);
     const auto iv = view_of(in, where);
     auto flat = at::empty({getSize() * in.numel()}, in.options());
     const auto fv = view_of(flat, where);
@@ -208,15 +200,7 @@ class process_group final : public group_base {
     const site where = at("scatter");
     const auto& out = only_tensor(outputs, where);
     const bool root = opts.rootRank == getRank();
-    TORCH_CHECK(inputs.size() == (root ? 1u : 0u) || (!root && inputs.size() == 1 && inputs[0].empty()), where,
-                root ? ": the root gives one list of input tensors" : ": only the root gives input tensors");
-    if (root) {
-      TORCH_CHECK(static_cast<int>(inputs[0].size()) == getSize(), where, ": the root's list holds ", inputs[0].size(),
-                  " tensors; one per rank (", getSize(), ") expected");
-      for (const auto& t : inputs[0])
-        TORCH_CHECK(t.numel() == out.numel() && t.scalar_type() == out.scalar_type(), where,
-                    ": every input tensor must be the output's size and dtype");
-    }
+    check_root_list(inputs, root, out, "input", "output", where);
     auto flat = root ? packed_of(inputs[0]) : at::empty({getSize() * out.numel()}, out.options());
     const auto fv = view_of(flat, where);
     (void)view_of(out, where);
@@ -255,6 +239,20 @@ class process_group final : public group_base {
     std::vector<at::Tensor> flat;
     for (const auto& t : ts) flat.push_back(t.reshape({-1}));
     return at::cat(flat);
+  }
+
+  //! gather's outputs and scatter's inputs: a list of one tensor per rank, each `like`'s size and
+  //! dtype, on the root only (`which`: the list's name, `other`: `like`'s).
+  void check_root_list(const std::vector<std::vector<at::Tensor>>& lists, bool root, const at::Tensor& like,
+                       const char* which, const char* other, const site& where) const {
+    TORCH_CHECK(lists.size() == (root ? 1u : 0u) || (!root && lists.size() == 1 && lists[0].empty()), where,
+                root ? ": the root gives one list of " : ": only the root gives ", which, " tensors");
+    if (!root) return;
+    TORCH_CHECK(static_cast<int>(lists[0].size()) == getSize(), where, ": the root's list holds ", lists[0].size(),
+                " tensors; one per rank (", getSize(), ") expected");
+    for (const auto& t : lists[0])
+      TORCH_CHECK(t.numel() == like.numel() && t.scalar_type() == like.scalar_type(), where, ": every ", which,
+                  " tensor must be the ", other, "'s size and dtype");
   }
 
   [[noreturn]] void refuse_point_to_point(const char* what) const {
