@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -96,6 +97,38 @@ TEST_CASE("engine over processes: a rank that dies is named by every survivor's 
   CHECK(results[1].exit_code == 0);
   CHECK_MESSAGE(results[0].error.empty(), results[0].error);
   CHECK_MESSAGE(results[1].error.empty(), results[1].error);
+}
+
+// After the engine lost a peer, the communicator is unusable (buffers may be partial), and its next
+// call is refused with the loss's own class and peer: the CI soak found a blocking allreduce refused
+// with a plain tutti::error that named rank 2 only in words, so a caller catching peer_lost missed it.
+TEST_CASE("engine over processes: after the engine lost a rank, the next blocking collective is peer_lost naming it") {
+  auto results = testing::fork_ranks(3, [](const rank_info& info) {
+    shm_comm comm(std::make_unique<transport::shm>(info));
+    std::vector<float> warm(1000, 1.f), b(1000, 1.f), next(10, 1.f);
+    comm.allreduce_async("warm", warm, op::sum).wait();
+    if (comm.rank() == 2) std::_Exit(0);
+    try {
+      comm.allreduce_async("b", b, op::sum).wait();
+      throw std::runtime_error("'b' completed without rank 2");
+    } catch (const peer_lost&) {
+    }
+    const auto refused_naming_rank_2 = [&](const char* call, auto&& f) {
+      try {
+        f();
+      } catch (const peer_lost& e) {
+        require(e.peer() == 2, std::string(call) + " blamed rank " + std::to_string(e.peer()) + ": " + e.what());
+        require(std::string(e.what()).find("unusable after an earlier failure") != std::string::npos, e.what());
+        return;
+      } catch (const std::exception& e) {
+        throw std::runtime_error(std::string(call) + ": not peer_lost: " + e.what());
+      }
+      throw std::runtime_error(std::string(call) + " completed without rank 2");
+    };
+    refused_naming_rank_2("allreduce", [&] { comm.allreduce(std::span<float>(next), op::sum); });
+    refused_naming_rank_2("barrier", [&] { comm.barrier(); });
+  });
+  testing::throw_if_any_failed(results, "the next blocking collective");
 }
 
 // A rank that leaves (its communicator destroyed, no error) while the others' engines wait on

@@ -29,6 +29,7 @@
 #include "tutti/communicator/agreement.hpp"
 #include "tutti/communicator/arguments.hpp"
 #include "tutti/communicator/collective_refusal.hpp"
+#include "tutti/communicator/first_failure.hpp"
 #include "tutti/communicator/first_loss.hpp"
 #include "tutti/communicator/fusion_port.hpp"
 #include "tutti/communicator/logging.hpp"
@@ -179,8 +180,7 @@ class communicator {
                   "tutti::communicator<...>::allreduce_async: the fusion engine packs tensors in host memory, so it "
                   "does not run over a device-memory transport (transport::nccl); call allreduce per tensor");
     if (engine_.engine) return;
-    if (!broken_.empty())
-      throw error(on_rank(rank()) + "allreduce_async: communicator is unusable after an earlier failure: " + broken_);
+    if (!broken_.empty()) broken_.refuse(on_rank(rank()) + "allreduce_async: ");
     const auto settings = fusion::settings_from_env<fusion_type>(options_.stall_timeout, options_.timeout,
                                                                  !transport_type::traits.intra_node);
     // A barrier (every algorithm has one, and its descriptor check says so if ranks are in other
@@ -355,7 +355,7 @@ class communicator {
       guarded(d, "while waiting for its turn beside the fusion engine: ", [&] {
         if (engine_.engine->enter_blocking(deadline::after(options_.timeout), "")) held.engine = engine_.engine.get();
       });
-    if (!broken_.empty()) throw error(where(d) + "communicator is unusable after an earlier failure: " + broken_);
+    if (!broken_.empty()) broken_.refuse(where(d));
     const auto until = deadline::after(options_.timeout);
     auto desc = d;
     desc.arguments_ok = bad.empty() ? 1 : 0;
@@ -404,17 +404,14 @@ class communicator {
     } catch (const peer_lost& e) {
       throw_if_stalled(d, during, e);  // the peer gave up on a stall
       const auto loss = detail::first_loss(*transport_, e);  // before fail(): our abort is what peers see next
-      fail(d, loss.what.c_str());
-      if (loss.store != transport::store_answer::silent) throw peer_lost(loss.peer, where(d) + during + loss.what);
-      throw timeout(where(d) + during + detail::stalled_prefix + loss.what);  // a stall nobody could decide
+      if (loss.store != transport::store_answer::silent) fail(peer_lost(loss.peer, where(d) + during + loss.what));
+      fail(timeout(where(d) + during + detail::stalled_prefix + loss.what));  // a stall nobody could decide
     } catch (const timeout& e) {
       // The first rank to time out decides who is stuck; every rank says the same (stall_inspector.hpp).
       const std::string verdict = inspector_ ? detail::stalled_text(inspector_->verdict(d)) : "";
-      fail(d, e.what());
-      throw timeout(where(d) + during + verdict + e.what());
+      fail(timeout(where(d) + during + verdict + e.what()));
     } catch (const error& e) {
-      fail(d, e.what());
-      throw transport_error(where(d) + during + e.what());
+      fail(transport_error(where(d) + during + e.what()));
     }
   }
 
@@ -422,13 +419,15 @@ class communicator {
   void throw_if_stalled(const collective_descriptor& d, const char* during, const std::exception& e) {
     const auto verdict = inspector_ ? inspector_->decided() : std::nullopt;
     if (!verdict) return;
-    fail(d, verdict->c_str());
-    throw timeout(where(d) + during + detail::stalled_text(*verdict) + e.what());
+    fail(timeout(where(d) + during + detail::stalled_text(*verdict) + e.what()));
   }
 
-  void fail(const collective_descriptor& d, const char* what) {
-    broken_ = where(d) + what;
+  //! Keeps the failure (later calls are refused with its class: first_failure.hpp), aborts, throws it.
+  template <class Error>
+  [[noreturn]] void fail(const Error& e) {
+    broken_.record(std::make_exception_ptr(e), "");
     transport_->abort();
+    throw e;
   }
 
   std::unique_ptr<transport_type> owned_;
@@ -439,7 +438,7 @@ class communicator {
   algorithm::phase_log* phase_log_ = nullptr;  //!< set by fusion_port around the engine's collectives
   algorithm::node_source nodes_;  //!< which node each rank is on: learnt at construction
   std::uint64_t sequence_ = 0;
-  std::string broken_;  //!< non-empty once a collective failed midway: data may be partial
+  detail::first_failure broken_;  //!< set once a collective failed midway: data may be partial
   detail::argument_agreement<transport_type> agreement_;
   std::uint64_t engine_sequence_ = 0;  //!< the engine's collectives (its thread only)
   std::map<std::string, std::vector<float>> restored_feedback_;  //!< residuals given before the engine started

@@ -46,29 +46,24 @@ class communicator_fusion_port {
   //! the peers see next: without the record they would blame this rank).
   std::exception_ptr engine_failed(std::exception_ptr failure) const {
     const std::string engine = on_rank(c_->rank(), "fusion engine");
-    std::string what = "?";
     try {
       std::rethrow_exception(failure);
     } catch (const timeout& e) {
-      what = e.what();
       if (const auto v = c_->inspector_ ? c_->inspector_->tensor_verdict() : std::nullopt)
-        failure = std::make_exception_ptr(timeout(engine + stalled_text(*v) + what));
+        failure = std::make_exception_ptr(timeout(engine + stalled_text(*v) + e.what()));
     } catch (const peer_lost& e) {
       if (const auto v = c_->inspector_ ? c_->inspector_->decided() : std::nullopt) {
-        what = e.what();
-        failure = std::make_exception_ptr(timeout(engine + stalled_text(*v) + what));
+        failure = std::make_exception_ptr(timeout(engine + stalled_text(*v) + e.what()));
       } else {
         const auto loss = first_loss(*c_->transport_, e);
-        what = loss.what;
         failure = loss.store == transport::store_answer::silent
                       ? std::make_exception_ptr(timeout(engine + stalled_prefix + loss.what))
                       : std::make_exception_ptr(peer_lost(loss.peer, engine + loss.what));
       }
-    } catch (const std::exception& e) {
-      what = e.what();
+    } catch (...) {
     }
-    if (c_->broken_.empty()) {
-      c_->broken_ = on_rank(c_->rank()) + "fusion engine: " + what;
+    if (c_->broken_.empty()) {  // the communicator's later calls are refused with this failure's class
+      c_->broken_.record(failure, engine + ": ");
       c_->transport_->abort();
     }
     return failure;
