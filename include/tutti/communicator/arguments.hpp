@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "tutti/codec/concepts.hpp"
+#include "tutti/codec/error_feedback.hpp"
 #include "tutti/core/collective.hpp"
 #include "tutti/core/collective_traits.hpp"
 #include "tutti/core/dtype.hpp"
@@ -194,6 +195,17 @@ std::string check_async(const std::string& name, const_tensor_view in, tensor_vi
   }
   if (bad.empty()) check_aliasing<collective::allreduce>({in, out, o}, rank, bad);
   return bad;
+}
+
+//! The residual `feedback` keeps for a tensor of `count` elements (made on first use); null, with
+//! `bad` saying why, when it holds another tensor's (one error_feedback per tensor).
+inline float* residual_of(error_feedback& feedback, std::size_t count, const std::string& where, std::string& bad) {
+  if (!feedback.residual().empty() && feedback.residual().size() != count) {
+    bad = "this error_feedback holds the residual of " + std::to_string(feedback.residual().size()) +
+          " elements, but the tensor has " + std::to_string(count) + " (keep one error_feedback per tensor)";
+    return nullptr;
+  }
+  return feedback.residual_for(count, where);
 }
 
 }  // namespace tutti::detail

@@ -34,6 +34,7 @@
 #include "tutti/communicator/fusion_port.hpp"
 #include "tutti/communicator/logging.hpp"
 #include "tutti/communicator/options.hpp"
+#include "tutti/communicator/point_to_point.hpp"
 #include "tutti/communicator/policies.hpp"
 #include "tutti/communicator/stall_inspector.hpp"
 #include "tutti/core/collective.hpp"
@@ -250,6 +251,15 @@ class communicator {
   // ---- barrier: returns once every rank has entered it ------------------------------------------
   void barrier() { call<collective::barrier>({}); }
 
+  // ---- point-to-point: one tensor to or from one other rank; wait() completes it (point_to_point.hpp)
+  [[nodiscard]] p2p_request<transport_type> send(const_tensor_view data, int peer, std::uint32_t tag) {
+    return detail::point_to_point(*this).send(data, peer, tag);
+  }
+  [[nodiscard]] p2p_request<transport_type> recv(tensor_view data, int peer, std::uint32_t tag) {
+    return detail::point_to_point(*this).recv(data, peer, tag);
+  }
+  void wait(p2p_request<transport_type>& r) { detail::point_to_point(*this).wait(r); }
+
   //! The run-time control of an algorithm that has one, made by its prepare (tuned<...>: docs/algorithms.md).
   [[nodiscard]] auto& algorithm_control() requires requires { typename algorithm_type::control; } {
     using control = typename algorithm_type::control;
@@ -259,14 +269,8 @@ class communicator {
   }
 
  private:
-  template <class T>
-  static tensor_view view_of(T& r) { return tensor_view(std::span(std::ranges::data(r), std::ranges::size(r))); }
-  template <class T>
-  static const_tensor_view const_view_of(const T& r) {
-    return const_tensor_view(std::span(std::ranges::data(r), std::ranges::size(r)));
-  }
-
   friend class detail::communicator_fusion_port<communicator>;
+  friend class detail::point_to_point<communicator>;
   using fusion_port = detail::communicator_fusion_port<communicator>;
   using engine_type = fusion::engine<fusion_port>;
 
@@ -311,13 +315,7 @@ class communicator {
     }
     if (bad.empty()) detail::check_aliasing<C>(a, rank(), bad);
     float* residual = nullptr;
-    if (bad.empty() && feedback) {
-      if (!feedback->residual().empty() && feedback->residual().size() != a.in.count)
-        bad = "this error_feedback holds the residual of " + std::to_string(feedback->residual().size()) +
-              " elements, but the tensor has " + std::to_string(a.in.count) + " (keep one error_feedback per tensor)";
-      else
-        residual = feedback->residual_for(a.in.count, where(d));
-    }
+    if (bad.empty() && feedback) residual = detail::residual_of(*feedback, a.in.count, where(d), bad);
     const auto used = detail::used_by<C>(a, rank());
     run(d, bad, [&](context_type& c) {
       if constexpr (row.encoded) c.set_residual(residual);

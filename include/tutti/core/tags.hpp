@@ -9,6 +9,7 @@
 //!   2^38 + 3               the communicator's construction: every rank's node id hash (algorithm/node_map.hpp)
 //!   2^38 + 4               the communicator's construction: the algorithm's prepare (algorithm/concepts.hpp);
 //!                          algorithm::tuned sends every rank its tuning table's hash and source
+//!   2^38 + 2^36 + t        point-to-point (communicator::send / recv), t the caller's tag (< 2^32)
 //!   2^39 | n               the fusion engine's own collectives, n = 1, 2, ... (`fused_sequence_bit`)
 //! A new space goes here, with a line above, so two never overlap.
 #pragma once
@@ -25,12 +26,14 @@ inline constexpr std::uint64_t negotiation_answer = negotiation_request + 1;   /
 inline constexpr std::uint64_t engine_start = negotiation_request + 2;         //!< engine settings check
 inline constexpr std::uint64_t node_map = negotiation_request + 3;             //!< node ids, at construction
 inline constexpr std::uint64_t tuning_table = negotiation_request + 4;         //!< prepare: tuned's table hashes
+inline constexpr std::uint64_t point_to_point = negotiation_request + (std::uint64_t{1} << 36);  //!< + tag
 inline constexpr std::uint64_t fused_sequence_bit = std::uint64_t{1} << 39;    //!< engine collectives
 
 //! The tag of a collective: its sequence number, with `fused_sequence_bit` set for the engine's.
 [[nodiscard]] constexpr bool is_fused(std::uint64_t sequence) noexcept { return (sequence & fused_sequence_bit) != 0; }
 [[nodiscard]] constexpr std::uint64_t call_number(std::uint64_t sequence) noexcept { return sequence & ~fused_sequence_bit; }
 
-static_assert(negotiation_request > (std::uint64_t{1} << 37) && tuning_table < fused_sequence_bit && fused_sequence_bit < limit);
+static_assert(negotiation_request > (std::uint64_t{1} << 37) && tuning_table < point_to_point &&
+              point_to_point + (std::uint64_t{1} << 32) < fused_sequence_bit && fused_sequence_bit < limit);
 
 }  // namespace tutti::tags

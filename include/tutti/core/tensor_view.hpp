@@ -1,6 +1,7 @@
 //! @file tensor_view.hpp  A typed-at-runtime view of contiguous elements: what collectives move.
 #pragma once
 #include <cstddef>
+#include <ranges>
 #include <span>
 #include <type_traits>
 
@@ -36,5 +37,13 @@ struct basic_tensor_view {
 
 using tensor_view = basic_tensor_view<void>;              //!< writable elements
 using const_tensor_view = basic_tensor_view<const void>;  //!< read-only elements
+
+//! The view of a contiguous range of elements (a std::vector<float>, a std::array, a span).
+template <std::ranges::contiguous_range R>
+[[nodiscard]] tensor_view view_of(R& r) noexcept { return tensor_view(std::span(std::ranges::data(r), std::ranges::size(r))); }
+template <std::ranges::contiguous_range R>
+[[nodiscard]] const_tensor_view const_view_of(const R& r) noexcept {
+  return const_tensor_view(std::span(std::ranges::data(r), std::ranges::size(r)));
+}
 
 }  // namespace tutti
