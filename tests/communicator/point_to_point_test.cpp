@@ -1,4 +1,4 @@
-//! communicator::send / recv / wait (communicator/point_to_point.hpp): a ring of messages for world
+//! communicator::send / recv / wait / test (communicator/point_to_point.hpp): a ring of messages for world
 //! sizes 2 to 5, counts 0, 1, prime and large, several dtypes, over threads (inproc) and processes
 //! (shm); several tags between one pair; sends and receives between collectives; bad arguments
 //! refused naming rank, operation and value; a receive nobody matches ends at the deadline; a dead
@@ -34,7 +34,7 @@ T value_of(int from, std::size_t i, std::uint32_t tag) {
 }
 
 //! Each rank sends `count` elements to its right neighbour and receives from its left, receive
-//! posted first on even ranks and second on odd ones, then checks every element.
+//! posted first and polled on even ranks, posted second and waited on on odd ones; every element checked.
 template <class T, class Comm>
 void ring_exchange(Comm& comm, std::size_t count, std::uint32_t tag) {
   const int n = comm.size(), me = comm.rank();
@@ -43,11 +43,11 @@ void ring_exchange(Comm& comm, std::size_t count, std::uint32_t tag) {
   for (std::size_t i = 0; i < count; ++i) out[i] = value_of<T>(me, i, tag);
   auto post_send = [&] { return comm.send(const_tensor_view(std::span<const T>(out)), right, tag); };
   auto post_recv = [&] { return comm.recv(tensor_view(std::span<T>(in)), left, tag); };
-  if (me % 2 == 0) {
+  if (me % 2 == 0) {  // polled with test(): what the torch backend's worker does
     auto r = post_recv();
     auto s = post_send();
-    comm.wait(s);
-    comm.wait(r);
+    while (!comm.test(s) || !comm.test(r)) std::this_thread::yield();  // test's deadline bounds it
+    comm.wait(s);  // a completed request's wait returns at once
   } else {
     auto s = post_send();
     auto r = post_recv();

@@ -259,6 +259,7 @@ class communicator {
     return detail::point_to_point(*this).recv(data, peer, tag);
   }
   void wait(p2p_request<transport_type>& r) { detail::point_to_point(*this).wait(r); }
+  [[nodiscard]] bool test(p2p_request<transport_type>& r) { return detail::point_to_point(*this).test(r); }
 
   //! The run-time control of an algorithm that has one, made by its prepare (tuned<...>: docs/algorithms.md).
   [[nodiscard]] auto& algorithm_control() requires requires { typename algorithm_type::control; } {

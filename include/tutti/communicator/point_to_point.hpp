@@ -3,7 +3,7 @@
 //! What a framework's pipeline stages and torch.distributed's send/recv need beside the collectives.
 //! A send or receive is posted at once (the transport's own non-blocking operation, in the tag
 //! space tags::point_to_point + the caller's tag) and completed by wait(), which has the
-//! communicator's deadline and tells failures as a collective does: a lost peer is `peer_lost`
+//! communicator's deadline (or by test(), polled) and tells failures as a collective does: a lost peer is `peer_lost`
 //! naming the rank lost first (first_loss.hpp), a deadline passed is `timeout`, and either leaves the
 //! communicator unusable (first_failure.hpp), since the transport can withdraw a posted operation
 //! only by aborting. Messages between two ranks with one tag match in posting order. Over shared
@@ -59,21 +59,38 @@ class point_to_point {
   }
 
   void wait(request& r) {
+    guarded(r, [&] { c_->transport_->wait(r.request, r.until); });
+  }
+  //! Whether it completed, without waiting (a poller's wait: what the torch backend's worker does
+  //! so that the operations queued behind this one are posted meanwhile); failures as wait's.
+  [[nodiscard]] bool test(request& r) {
+    bool done = false;
+    guarded(r, [&] {
+      done = c_->transport_->test(r.request);
+      if (!done && r.until.passed()) throw timeout("");
+    });
+    return done;
+  }
+
+ private:
+  template <class F>
+  void guarded(request& r, F&& body) {
     const std::string where = on_rank(c_->rank()) + r.what + ": ";
     try {
-      c_->transport_->wait(r.request, r.until);
+      body();
     } catch (const peer_lost& e) {
       const auto loss = first_loss(*c_->transport_, e);  // before fail(): our abort is what peers see next
       if (loss.store != transport::store_answer::silent) c_->fail(peer_lost(loss.peer, where + loss.what));
       c_->fail(timeout(where + stalled_prefix + loss.what));
     } catch (const timeout& e) {
-      c_->fail(timeout(where + "not matched by the peer before the deadline (TUTTI_TIMEOUT): " + e.what()));
+      const std::string transport_said = e.what();
+      c_->fail(timeout(where + "not matched by the peer before the deadline (TUTTI_TIMEOUT)" +
+                       (transport_said.empty() ? "" : ": " + transport_said)));
     } catch (const error& e) {
       c_->fail(transport_error(where + e.what()));
     }
   }
 
- private:
   request start(const char* verb, const void* data, std::size_t bytes, int peer, std::uint32_t tag) {
     std::string what = std::string(verb) + " rank " + std::to_string(peer) + " (tag " + std::to_string(tag) + ", " +
                        std::to_string(bytes) + " bytes)";

@@ -12,10 +12,12 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -210,11 +212,26 @@ class process_group final : public group_base {
       out.copy_(flat.narrow(0, static_cast<int64_t>(me) * n, n).view_as(out));
     }, {flat});
   }
-  //! Point-to-point is not built: the communicator runs collectives only (docs/pytorch.md).
-  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>&, int, int) override { refuse_point_to_point("send"); }
-  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>&, int, int) override { refuse_point_to_point("recv"); }
+  //! send / recv (isend / irecv, batch_isend_irecv): the communicator's point-to-point
+  //! (tutti/communicator/point_to_point.hpp), in the group's call order like the collectives. The
+  //! worker posts the operation and polls it between the tasks queued meanwhile (p2p_poll), so two
+  //! ranks that each send to the other before receiving (an exchange) both complete.
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
+    const site where = at("send");
+    const auto v = view_of(only_tensor(tensors, where), where);
+    check_peer(dst, tag, "dst", where);
+    return point_to_point(c10d::OpType::SEND, tensors, [=](Comm& c) { return c.send(v, dst, to_tag(tag)); });
+  }
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override {
+    const site where = at("recv");
+    const auto v = view_of(only_tensor(tensors, where), where);
+    check_peer(src, tag, "src", where);
+    return point_to_point(c10d::OpType::RECV, tensors, [=](Comm& c) { return c.recv(v, src, to_tag(tag)); });
+  }
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>&, int) override {
-    refuse_point_to_point("recv");
+    TORCH_CHECK(false, at("recv"), ": a receive from any source is not supported by the tutti backend (its "
+                "transports match a named peer); pass src");
+    std::abort();  // not reached
   }
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions&) override {
     return queue(c10d::OpType::BARRIER, {}, [](Comm& c) { c.barrier(); });
@@ -255,11 +272,51 @@ class process_group final : public group_base {
                   " tensor must be the ", other, "'s size and dtype");
   }
 
-  [[noreturn]] void refuse_point_to_point(const char* what) const {
-    TORCH_CHECK(false, at(what), ": point-to-point operations are not supported by the tutti backend yet (its "
-                "communicator runs collectives only); use a gloo group for send/recv beside it");
-    std::abort();  // not reached
+  void check_peer(int peer, int tag, const char* which, const site& where) const {
+    TORCH_CHECK(peer >= 0 && peer < getSize() && peer != getRank(), where, ": ", which, "=", peer,
+                " is not another rank of the group's ", getSize(), peer == getRank() ? " (it is this rank)" : "");
+    TORCH_CHECK(tag >= 0, where, ": tag=", tag, " is negative");
   }
+  static std::uint32_t to_tag(int tag) { return static_cast<std::uint32_t>(tag); }
+
+  //! Posts a send or receive (`post` returns the communicator's request) on the worker, which then
+  //! polls it (p2p_poll) until it completes; the Work completes with it.
+  template <class Post>
+  c10::intrusive_ptr<c10d::Work> point_to_point(c10d::OpType type, std::vector<at::Tensor> tensors, Post post) {
+    auto work = c10::make_intrusive<collective_work>(getRank(), type, std::move(tensors), std::vector<at::Tensor>{});
+    (void)worker_->post([this, work, post]() mutable {
+      try {
+        p2p_poll{this, work, std::make_shared<p2p_request>(post(*comm_))}();
+      } catch (...) {
+        work->complete(std::current_exception());
+      }
+    });
+    return work;
+  }
+
+  //! One look at a posted send or receive: complete its Work, or queue the next look behind what
+  //! was queued meanwhile. A blocking wait here would deadlock an exchange: the worker can run a
+  //! send's wait before the caller has queued the receive that goes with it (seen: two ranks each
+  //! waiting on a 2 MiB send, their receives never posted). Looks back to back at first, then
+  //! yielding, then 50 us apart, so a long wait costs little CPU and delays what is queued behind
+  //! it by at most that.
+  using p2p_request = tutti::p2p_request<typename Comm::transport_type>;
+  struct p2p_poll {
+    process_group* group;
+    c10::intrusive_ptr<collective_work> work;
+    std::shared_ptr<p2p_request> posted;
+    unsigned looks = 0;
+    void operator()() {
+      try {
+        if (group->comm_->test(*posted)) return work->complete(nullptr);
+      } catch (...) {
+        return work->complete(std::current_exception());
+      }
+      if (++looks > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      else if (looks > 100) std::this_thread::yield();
+      (void)group->worker_->post(*this);
+    }
+  };
 
   //! Queues `body` for the worker. The Work holds `result` (its outputs) and `held` (what the
   //! collective reads: inputs, packed buffers), so no tensor it touches is freed before it has run.

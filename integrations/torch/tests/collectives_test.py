@@ -97,8 +97,7 @@ def check_unequal_alltoall(rank, world):
 
 
 def check_rooted_and_lists(rank, world):
-    """gather, scatter (every root) and the list form of reduce_scatter against the reference;
-    send/recv refused with a sentence naming the rank."""
+    """gather, scatter (every root) and the list form of reduce_scatter against the reference."""
     for dtype in (torch.float32, torch.int32, torch.float16):
         for n in (0, 1, 1009):
             for root in range(world):
@@ -115,14 +114,49 @@ def check_rooted_and_lists(rank, world):
             dist.reduce_scatter(part, [value(rank + k, n, dtype) for k in range(world)], op=dist.ReduceOp.SUM)
             want = sum(value(r + rank, n, dtype).to(torch.float64) for r in range(world))
             check(part, want, f"reduce_scatter {dtype} n={n}")
-    if world > 1:
-        for call in (lambda: dist.send(torch.ones(2), dst=(rank + 1) % world),
-                     lambda: dist.recv(torch.ones(2), src=(rank + 1) % world)):
-            try:
-                call()
-                raise AssertionError("point-to-point was not refused")
-            except RuntimeError as e:
-                assert f"tutti: rank {rank}: " in str(e) and "point-to-point operations are not supported" in str(e), str(e)
+
+
+def check_point_to_point(rank, world):
+    """send/recv around a ring (blocking, then isend/irecv through batch_isend_irecv: every rank
+    sends before it receives), two tags in order between two ranks, and bad peers refused."""
+    if world == 1:
+        return
+    right, left = (rank + 1) % world, (rank - 1) % world
+    for dtype in (torch.float32, torch.int64, torch.float16, torch.uint8):
+        for n in (0, 1, 1009, 1 << 18):
+            got = torch.empty(n, dtype=dtype)
+            if rank % 2 == 0:
+                dist.send(value(rank, n, dtype), dst=right, tag=3)
+                dist.recv(got, src=left, tag=3)
+            else:
+                dist.recv(got, src=left, tag=3)
+                dist.send(value(rank, n, dtype), dst=right, tag=3)
+            check(got, value(left, n, dtype).to(torch.float64), f"send/recv {dtype} n={n} from {left}")
+            got = torch.empty(n, dtype=dtype)
+            mine = value(rank + 100, n, dtype)
+            works = dist.batch_isend_irecv([dist.P2POp(dist.isend, mine, right), dist.P2POp(dist.irecv, got, left)])
+            for w in works:
+                w.wait()
+            check(got, value(left + 100, n, dtype).to(torch.float64), f"batch_isend_irecv {dtype} n={n} from {left}")
+    if rank == 0:
+        a, b = torch.full((10,), 1.0), torch.full((20,), 2.0)
+        works = [dist.isend(a, 1, tag=11), dist.isend(b, 1, tag=12)]
+        for w in works:
+            w.wait()
+    elif rank == 1:
+        a, b = torch.empty(10), torch.empty(20)
+        works = [dist.irecv(a, 0, tag=11), dist.irecv(b, 0, tag=12)]
+        for w in works:
+            w.wait()
+        check(a, torch.full((10,), 1.0, dtype=torch.float64), "tag 11")
+        check(b, torch.full((20,), 2.0, dtype=torch.float64), "tag 12")
+    for call, words in ((lambda: dist.send(torch.ones(2), dst=rank), f"send: dst={rank} is not another rank"),
+                        (lambda: dist.recv(torch.ones(2)), "recv: a receive from any source is not supported")):
+        try:
+            call()
+            raise AssertionError(f"not refused: {words}")
+        except RuntimeError as e:
+            assert f"tutti: rank {rank}: {words}" in str(e), str(e)
 
 
 def rank_main(rank, world, port):
@@ -173,6 +207,7 @@ def check_collectives(rank, world):
                     check(outs[r], value(r * world + rank, n, dtype).to(torch.float64), f"all_to_all {dtype} n={n} from {r}")
     check_unequal_alltoall(rank, world)
     check_rooted_and_lists(rank, world)
+    check_point_to_point(rank, world)
     work = dist.all_reduce(torch.ones(4), async_op=True)
     work.wait()
     dist.barrier()

@@ -1,5 +1,6 @@
-"""Failures on the "tutti" backend: a rank SIGKILLed makes the other's all_reduce raise, naming it,
-within seconds; a rank that stays away makes the other's wait() raise at the group's timeout (2 s)."""
+"""Failures on the "tutti" backend: a rank SIGKILLed makes the other's all_reduce (or recv from it)
+raise, naming it, within seconds; a rank that stays away makes the other's wait() raise at the
+group's timeout (2 s)."""
 import datetime
 import os
 import signal
@@ -21,14 +22,17 @@ def rank_main(rank, port, scenario, results):
         dist.init_process_group("tutti", rank=rank, world_size=2, timeout=datetime.timedelta(seconds=2))
         dist.all_reduce(torch.ones(8))
         if rank == 1:
-            if scenario == "killed":
+            if scenario.startswith("killed"):
                 os.kill(os.getpid(), signal.SIGKILL)
             time.sleep(6)  # away: never calls the next collective
             os._exit(0)
         time.sleep(0.5)
         t0 = time.monotonic()
         try:
-            dist.all_reduce(torch.ones(1 << 16), async_op=True).wait()
+            if scenario.endswith("recv"):
+                dist.irecv(torch.ones(1 << 16), src=1).wait()
+            else:
+                dist.all_reduce(torch.ones(1 << 16), async_op=True).wait()
             results.put((scenario, "no error", 0.0))
         except RuntimeError as e:
             results.put((scenario, str(e), time.monotonic() - t0))
@@ -42,7 +46,9 @@ def rank_main(rank, port, scenario, results):
 if __name__ == "__main__":
     ctx = mp.get_context("spawn")
     ok = True
-    for scenario, want, limit in (("killed", "rank 1", 10.0), ("away", "deadline", 10.0)):
+    for scenario, want, limit in (("killed", "rank 1", 10.0), ("away", "deadline", 10.0),
+                                  ("killed_recv", "recv from rank 1 (tag 0, 262144 bytes): rank 0: receive", 10.0),
+                                  ("away_recv", "not matched by the peer before the deadline", 10.0)):
         results = ctx.Queue()
         port = free_port()
         procs = [ctx.Process(target=rank_main, args=(r, port, scenario, results)) for r in range(2)]
