@@ -30,7 +30,7 @@ class c10d_channel {
 
   void fence(tutti::deadline until, const std::string& what) {
     const std::string key = "tutti/fence/" + std::to_string(fences_++);
-    store_.set(key + "/" + std::to_string(rank_), {});
+    store_.set(key + "/" + std::to_string(rank_), std::vector<uint8_t>{});
     std::vector<std::string> keys;
     for (int r = 0; r < world_; ++r) keys.push_back(key + "/" + std::to_string(r));
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until.at() - tutti::deadline::clock::now());

@@ -63,7 +63,7 @@ inline bool spans_hosts(const std::vector<std::string>& node_ids, int rank, std:
   return hosts.size() > 1;
 }
 
-inline c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+inline c10::intrusive_ptr<c10d_backend> make_process_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                                   int size, std::chrono::milliseconds timeout) {
   const auto until = tutti::deadline::after(timeout);
   c10d_channel channel(*store, rank, size);

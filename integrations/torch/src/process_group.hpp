@@ -9,6 +9,7 @@
 //! tutti::error, and the Work's future (what DDP waits on) completes with it.
 #pragma once
 #include <pybind11/pybind11.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
@@ -31,10 +32,18 @@
 
 namespace tutti_torch {
 
+//! What torch.distributed calls a backend: in torch 2 a c10d::Backend, which torch wraps in a
+//! ProcessGroup of its own; in torch 1.13 the ProcessGroup itself (the same virtual functions).
+#if TUTTI_TORCH_MAJOR >= 2
+using c10d_backend = c10d::Backend;
+#else
+using c10d_backend = c10d::ProcessGroup;
+#endif
+
 //! What the Python module reaches whatever the group's communicator: the DDP hook's allreduce.
-class group_base : public c10d::ProcessGroup {
+class group_base : public c10d_backend {
  public:
-  using c10d::ProcessGroup::ProcessGroup;
+  using c10d_backend::c10d_backend;
   //! `bucket` (float32, in place) averaged over the group through `codec`'s compressed allreduce
   //! (codec_communicators.hpp), queued behind the group's other calls; `index` keys its residual.
   virtual c10::intrusive_ptr<c10d::Work> codec_allreduce(at::Tensor& bucket, const std::string& codec,

@@ -155,6 +155,8 @@ def check_point_to_point(rank, world):
         try:
             call()
             raise AssertionError(f"not refused: {words}")
+        except ValueError as e:  # torch 2 refuses a send to this rank itself before the backend sees it
+            assert "destination rank should not be the same" in str(e), str(e)
         except RuntimeError as e:
             assert f"tutti: rank {rank}: {words}" in str(e), str(e)
 

@@ -12,6 +12,8 @@ The group's transport is shared memory on one host and multi_node (shm inside ea
 between) across hosts, chosen from where the ranks are; collectives run in call order on the
 group's worker thread and their Work completes when they have run.
 """
+import inspect
+
 import torch.distributed as dist
 
 from ._tutti_torch import codec_allreduce, make_process_group
@@ -42,4 +44,8 @@ def codec_hook(codec):
     return hook
 
 
-dist.Backend.register_backend("tutti", _create)
+# torch 2 asks which devices a backend serves (a warning otherwise); 1.13's register_backend has no such argument.
+if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
+    dist.Backend.register_backend("tutti", _create, devices=["cpu"])
+else:
+    dist.Backend.register_backend("tutti", _create)
