@@ -14,9 +14,12 @@ set -euo pipefail
 # matplotlib (PyPI): example 04 and bench/ draw their PNGs.
 # zlib1g-dev dataset-fashion-mnist: example 04 reads Fashion-MNIST's gzipped IDX files (zlib).
 # libyaml-cpp-dev: Determined-style experiment files, trainer::experiment_config (tutti::yaml).
+# python3-torch libtorch-dev pybind11-dev: the torch.distributed backend (integrations/torch) and
+# its tests, against Debian's torch 1.13 for /usr/bin/python3 (docs/pytorch.md for torch 2).
 apt_packages=(g++ cmake make pkg-config libboost-dev doctest-dev openmpi-bin libopenmpi-dev
               libucx-dev ucx-utils libssl-dev libpmix-dev iproute2 util-linux clang-14 libclang-rt-14-dev
-              slurmd slurmctld slurm-client munge libeigen3-dev zlib1g-dev dataset-fashion-mnist libyaml-cpp-dev)
+              slurmd slurmctld slurm-client munge libeigen3-dev zlib1g-dev dataset-fashion-mnist libyaml-cpp-dev
+              python3-torch libtorch-dev pybind11-dev)
 pip_packages=(conan matplotlib)
 
 missing=()

@@ -14,7 +14,7 @@ jobs=${TUTTI_JOBS:-$(nproc)}
 start=$(date +%s)
 # CUDA: the tests compile the kernels for one architecture (80; its PTX is JIT-compiled on newer
 # GPUs), not the users' default of three: nvcc on two cores is slow and the code is the same.
-# The suite includes the examples' and the benchmark's tests: all four parts on, but not the
+# The suite includes the examples', the benchmark's and the torch backend's tests: all five parts on, but not the
 # benchmark programs no test runs (TUTTI_BUILD_BENCH_EXTRAS=OFF: fusion, codecs, the cost model's
 # tools, the GPU benches; about 100 s of the 2-core build, which had reached 997 s).
 # -O2, not Release's -O3: the same code paths and vectoriser (g++ 12 vectorises at -O2), a quarter
@@ -28,7 +28,7 @@ start=$(date +%s)
 # commits changed (TUTTI_HEADER_CHECK, tests/packaging/CMakeLists.txt; all of them took 320 s of CPU).
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
       -DTUTTI_BUILD_TESTS=ON -DTUTTI_BUILD_EXAMPLES=ON \
-      -DTUTTI_BUILD_BENCH=ON -DTUTTI_BUILD_BENCH_EXTRAS=OFF -DTUTTI_BUILD_TOOLS=ON \
+      -DTUTTI_BUILD_BENCH=ON -DTUTTI_BUILD_BENCH_EXTRAS=OFF -DTUTTI_BUILD_TOOLS=ON -DTUTTI_BUILD_TORCH=ON \
       -DTUTTI_CUDA_ARCHITECTURES="${TUTTI_CUDA_ARCHITECTURES:-80}" \
       -DTUTTI_TEST_OPTIMIZATION="${TUTTI_TEST_OPTIMIZATION:--Og}" \
       -DTUTTI_PROGRAM_OPTIMIZATION="${TUTTI_PROGRAM_OPTIMIZATION:--Og}" \
