@@ -89,19 +89,24 @@ TEST_CASE("multi_node failure (leave): a rank that returns right after joining i
 // others log who is missing at 2 s and fail at 6 s; rank R fails once it runs again. Each rank
 // prints what it was told ("stall rank r: ..."), for launch.sh to compare: one verdict on every rank.
 // Every rank stays until 13 s after the first allreduce, so the store (rank 0's) outlives rank R's
-// reading of the verdict.
-TEST_CASE("multi_node failure (stall): a stopped or skipping rank is named by every rank's one verdict") {
+// reading of the verdict. "different R": rank R calls a broadcast where the others call the second
+// allreduce — not a stall but a mismatch, on every rank at once, naming both calls.
+TEST_CASE("multi_node failure (stall): a stopped, skipping or different rank is named by every rank") {
   const auto spec = tutti::config::raw("TUTTI_TEST_STALL");
   REQUIRE_MESSAGE(spec.has_value(), "set TUTTI_TEST_STALL (launch.sh stall does)");
   const bool stop = spec->starts_with("stop ");
+  const bool different = spec->starts_with("different ");
   const int stalled = std::stoi(spec->substr(spec->find(' ') + 1));
   auto comm = tutti::communicator<tutti::transport::multi_node, tutti::algorithm::ring>::from_env();
   std::vector<float> grads(1 << 10, 1.0f);
   comm.allreduce(grads, tutti::op::sum);
   const auto t0 = std::chrono::steady_clock::now();
   std::string told = "no error";
+  bool mismatched = false;
   try {
-    if (comm.rank() == stalled && stop) {
+    if (comm.rank() == stalled && different) {
+      comm.broadcast(grads, stalled);
+    } else if (comm.rank() == stalled && stop) {
       std::this_thread::sleep_for(std::chrono::milliseconds(600));  // its watchdog posts "returned" first
       tutti_test::stop_for(9);
       comm.allreduce(grads, tutti::op::sum);
@@ -111,12 +116,23 @@ TEST_CASE("multi_node failure (stall): a stopped or skipping rank is named by ev
     } else {
       comm.allreduce(grads, tutti::op::sum);
     }
+  } catch (const tutti::mismatch& e) {
+    told = e.what();
+    mismatched = true;
   } catch (const tutti::error& e) {
     told = e.what();
   }
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("stall rank %d after %.2f s: %s\n", comm.rank(), took, told.c_str());
   std::fflush(stdout);
+  if (different) {
+    CHECK(mismatched);
+    CHECK(told.find("ranks disagree: ") != std::string::npos);
+    CHECK(told.find("rank " + std::to_string(stalled) + " has broadcast #2") != std::string::npos);
+    CHECK(took < 3.0);  // at once, not at TUTTI_TIMEOUT
+    std::this_thread::sleep_until(t0 + std::chrono::seconds(3));
+    return;
+  }
   CHECK(told.find("the job stalled: ") != std::string::npos);
   std::this_thread::sleep_until(t0 + std::chrono::seconds(13));
 }

@@ -25,7 +25,9 @@
 #   stall      rank 3 stopped by SIGSTOP after a first allreduce (continued 9 s later), then rank 3
 #              skipping the second allreduce: with TUTTI_STALL_WARN=2 and TUTTI_TIMEOUT=6 ranks 0-2
 #              log one line naming rank 3 missing (silent when stopped, alive when skipping) and
-#              fail at 6 s, rank 3 when it runs again: all four with one verdict, word for word
+#              fail at 6 s, rank 3 when it runs again: all four with one verdict, word for word;
+#              then rank 3 calling a broadcast where the others allreduce: a mismatch on every
+#              rank within 3 s naming rank 3's broadcast, not a stall
 # Every rank runs under `timeout`, and lib.sh removes the namespaces whatever happens.
 source "$(dirname "$0")/lib.sh"
 scenario=${1:?scenario}
@@ -159,6 +161,14 @@ case $scenario in
       grep -h "warn: stall:" "$netns_tmp/rank0.log" | head -1
       grep -h "^stall rank" "$netns_tmp"/rank[0-3].log
     done
+    pids=()
+    all_ranks TUTTI_TEST_STALL="different 3" TUTTI_STALL_WARN=2 TUTTI_TIMEOUT=6 -- --test-case='*failure (stall)*'
+    wait_ranks
+    for r in 0 1 2 3; do
+      [[ ${status[$r]} == 0 ]] || { cat "$netns_tmp/rank$r.log"; fail "stall different: rank $r exited ${status[$r]}"; }
+    done
+    ! grep -q "warn: stall:" "$netns_tmp"/rank[0-3].log || fail "stall different: a mismatch was logged as a stall"
+    grep -h "^stall rank" "$netns_tmp"/rank[0-3].log
     ;;
   leave)
     started=$SECONDS
