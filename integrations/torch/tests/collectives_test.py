@@ -8,6 +8,7 @@
         it prints "rank R: every collective ... as the reference" when its checks pass."""
 import os
 import sys
+import tempfile
 
 import torch
 import torch.distributed as dist
@@ -168,6 +169,22 @@ def rank_main(rank, world, port):
     dist.destroy_process_group()
 
 
+def rendezvous_main(rank, world, form, where):
+    """One rank joining by tcp:// or through a Store it was handed (FileStore), then a few calls."""
+    if form == "tcp":
+        dist.init_process_group("tutti", init_method=f"tcp://127.0.0.1:{where}", rank=rank, world_size=world)
+    else:
+        dist.init_process_group("tutti", store=dist.FileStore(where, world), rank=rank, world_size=world)
+    t = value(rank, 1009, torch.float32)
+    dist.all_reduce(t)
+    check(t, reference(world, 1009, torch.float32, "sum"), f"all_reduce after {form} rendezvous")
+    t = value(rank, 17, torch.int64)
+    dist.broadcast(t, src=world - 1)
+    check(t, value(world - 1, 17, torch.int64).to(torch.float64), f"broadcast after {form} rendezvous")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
 def check_collectives(rank, world):
     for dtype in DTYPES:
         for n in COUNTS:
@@ -234,4 +251,11 @@ if __name__ == "__main__":
             print(f"world {world}: FAILED\n" + "\n".join(problems), file=sys.stderr)
             sys.exit(1)
         print(f"world {world}: every collective, dtype and op as the reference", flush=True)
+    with tempfile.TemporaryDirectory() as d:  # torch's other rendezvous: tcp://, and a Store passed in
+        for form, where in (("tcp", free_port()), ("store", os.path.join(d, "store"))):
+            problems = run_world(rendezvous_main, 3, (form, where), 120.0)
+            if problems:
+                print(f"rendezvous {form}: FAILED\n" + "\n".join(problems), file=sys.stderr)
+                sys.exit(1)
+            print(f"rendezvous {form}: 3 ranks joined and reduced", flush=True)
     print("collectives_test: passed")
