@@ -186,8 +186,8 @@ class process_group final : public group_base {
     const auto o = op_of(opts.reduceOp, where);
     return queue(c10d::OpType::REDUCE_SCATTER, outputs, [=](Comm& c) { c.reduce_scatter(iv, ov, o); }, {packed});
   }
-  //! gather to one rank, through an allgather: every rank receives what only the root keeps (the
-  //! communicator has no gather; docs/pytorch.md), so it moves ranks times the root's bytes.
+  //! gather to one rank: each other rank sends its tensor to the root, which receives them all into
+  //! one buffer (posted at once; point-to-point, point_to_point.hpp) and copies them out.
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
                                         const c10d::GatherOptions& opts) override {
     const site where = at("gather");
@@ -195,30 +195,42 @@ class process_group final : public group_base {
     const bool root = opts.rootRank == getRank();
     check_root_list(outputs, root, in, "output", "input", where);
     const auto iv = view_of(in, where);
-    auto flat = at::empty({getSize() * in.numel()}, in.options());
-    const auto fv = view_of(flat, where);
+    auto flat = root ? at::empty({getSize() * in.numel()}, in.options()) : at::Tensor();
     std::vector<at::Tensor> outs = root ? outputs[0] : std::vector<at::Tensor>{};
-    return queue(c10d::OpType::GATHER, outs, [=, n = in.numel()](Comm& c) {
-      c.allgather(iv, fv);
+    const int to = static_cast<int>(opts.rootRank);
+    return queue(c10d::OpType::GATHER, outs, [=, me = getRank(), size = getSize(), n = in.numel()](Comm& c) {
+      if (n == 0) return;
+      if (me != to) {
+        auto sent = c.send(iv, to, unequal_alltoall::exchange_tag);
+        return c.wait(sent);
+      }
+      every_other_rank(c, size, me, [&](int r) {
+        return c.recv(view_of(flat.narrow(0, r * n, n), where), r, unequal_alltoall::exchange_tag);
+      });
       for (std::size_t r = 0; r < outs.size(); ++r)
-        outs[r].copy_(flat.narrow(0, static_cast<int64_t>(r) * n, n).view_as(outs[r]));
+        outs[r].copy_(static_cast<int>(r) == me ? in : flat.narrow(0, static_cast<int64_t>(r) * n, n).view_as(outs[r]));
     }, {in, flat});
   }
-  //! scatter from one rank, through a broadcast of everything the root sends (the communicator has
-  //! no scatter; docs/pytorch.md): every rank receives ranks times its own share.
+  //! scatter from one rank: the root sends each rank its tensor (point-to-point), keeping its own.
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
                                          const c10d::ScatterOptions& opts) override {
     const site where = at("scatter");
     const auto& out = only_tensor(outputs, where);
     const bool root = opts.rootRank == getRank();
     check_root_list(inputs, root, out, "input", "output", where);
-    auto flat = root ? packed_of(inputs[0]) : at::empty({getSize() * out.numel()}, out.options());
-    const auto fv = view_of(flat, where);
-    (void)view_of(out, where);
+    auto flat = root ? packed_of(inputs[0]) : at::Tensor();
+    const auto ov = view_of(out, where);
     const int from = static_cast<int>(opts.rootRank);
-    return queue(c10d::OpType::SCATTER, outputs, [=, me = getRank(), n = out.numel()](Comm& c) {
-      c.broadcast(fv, from);
+    return queue(c10d::OpType::SCATTER, outputs, [=, me = getRank(), size = getSize(), n = out.numel()](Comm& c) {
+      if (n == 0) return;
+      if (me != from) {
+        auto received = c.recv(ov, from, unequal_alltoall::exchange_tag);
+        return c.wait(received);
+      }
       out.copy_(flat.narrow(0, static_cast<int64_t>(me) * n, n).view_as(out));
+      every_other_rank(c, size, me, [&](int r) {
+        return c.send(view_of(flat.narrow(0, r * n, n), where), r, unequal_alltoall::exchange_tag);
+      });
     }, {flat});
   }
   //! send / recv (isend / irecv, batch_isend_irecv): the communicator's point-to-point
@@ -259,6 +271,16 @@ class process_group final : public group_base {
 
  private:
   [[nodiscard]] site at(const char* collective) const { return {getRank(), collective}; }
+
+  //! The root's side of gather and scatter: `post(r)` (a send or receive) for every other rank at
+  //! once, then a wait on each.
+  template <class Post>
+  static void every_other_rank(Comm& c, int size, int me, Post post) {
+    std::vector<tutti::p2p_request<typename Comm::transport_type>> posted;
+    for (int r = 0; r < size; ++r)
+      if (r != me) posted.push_back(post(r));
+    for (auto& q : posted) c.wait(q);
+  }
 
   //! One flat tensor of `ts` one after another (the same dtype, checked by the caller).
   static at::Tensor packed_of(const std::vector<at::Tensor>& ts) {

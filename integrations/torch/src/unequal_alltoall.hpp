@@ -1,12 +1,14 @@
-//! @file unequal_alltoall.hpp  all_to_all_single with unequal splits, over tutti's equal alltoall.
+//! @file unequal_alltoall.hpp  all_to_all_single with unequal splits: an alltoallv over the
+//! communicator's point-to-point.
 //!
-//! tutti's communicator has an alltoall of equal blocks only. With unequal splits each rank's
-//! blocks are padded to the largest block any rank sends, moved by one equal alltoall, and cut back
-//! on arrival: correct for any splits, at the cost of moving ranks x largest block per rank (skewed
-//! splits move more bytes than an alltoallv would; docs/pytorch.md says so). Before any data moves,
-//! the ranks compare what each says it sends with what the receiver expects (one alltoall of the
-//! counts, one allreduce of the largest block and of the first disagreement), so a mismatch fails
-//! on every rank at once, naming the pair, instead of one rank hanging or reading garbage.
+//! tutti's communicator has an alltoall of equal blocks only. With unequal splits each rank posts a
+//! receive from every rank that sends it rows and a send to every rank it sends rows, then waits for
+//! them all (communicator::send / recv, point_to_point.hpp): every block moves once, at its own size.
+//! Before any data moves, the ranks compare what each says it sends with what the receiver expects
+//! (one alltoall of the counts, one allreduce of the first disagreement), so a mismatch fails on
+//! every rank at once, naming the pair, instead of one rank hanging or reading garbage, and the
+//! group stays usable. (Until 2026-12-06 the blocks were padded to the largest and moved by one
+//! equal alltoall: ranks x largest block per rank.)
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -18,6 +20,10 @@
 #include "checks.hpp"
 
 namespace tutti_torch::unequal_alltoall {
+
+//! The point-to-point tag of the backend's own exchanges (this one, gather, scatter): above every
+//! tag torch passes (an int, at least 0), so never a user's send/recv.
+inline constexpr std::uint32_t exchange_tag = 0xFFFFFF00u;
 
 //! Rows each rank sends to and receives from every rank, and the elements of one row.
 struct plan {
@@ -75,33 +81,33 @@ void run(Comm& c, const plan& p, const at::Tensor& input, const at::Tensor& outp
       wrong += (wrong.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " sends " +
                std::to_string(told[i]) + " rows here, output_split_sizes expects " + std::to_string(p.receive_rows[i]);
   }
-  // Every rank learns the largest block and whether any rank found a disagreement.
-  std::vector<std::int64_t> agreed{*std::max_element(p.send_rows.begin(), p.send_rows.end()), wrong.empty() ? 0 : 1};
-  c.allreduce(tutti::tensor_view{reinterpret_cast<std::byte*>(agreed.data()), agreed.size(), tutti::dtype::i64},
-              tutti::op::max);
-  if (agreed[1] != 0)
+  // Every rank learns whether any rank found a disagreement.
+  std::int64_t disagreed = wrong.empty() ? 0 : 1;
+  c.allreduce(tutti::tensor_view{reinterpret_cast<std::byte*>(&disagreed), 1, tutti::dtype::i64}, tutti::op::max);
+  if (disagreed != 0)
     throw tutti::invalid_argument("tutti: rank " + std::to_string(p.where.rank) + ": " + p.where.collective +
                                   ": the ranks' split sizes disagree, nothing was moved: " +
                                   (wrong.empty() ? std::string("another rank names the pair") : wrong));
-  const std::int64_t block = agreed[0] * p.row_elements;
-  if (block == 0) return;
   const auto flat_in = input.reshape({-1});
   auto flat_out = output.view({-1});
-  auto padded_in = at::zeros({ranks * block}, input.options());
-  auto padded_out = at::empty({ranks * block}, input.options());
-  std::int64_t at_row = 0;
+  const auto me = static_cast<std::int64_t>(p.where.rank);
+  std::vector<tutti::p2p_request<typename Comm::transport_type>> posted;
+  std::int64_t in_row = 0, out_row = 0;
   for (std::int64_t r = 0; r < ranks; ++r) {
-    const auto n = p.send_rows[static_cast<std::size_t>(r)] * p.row_elements;
-    if (n) padded_in.narrow(0, r * block, n).copy_(flat_in.narrow(0, at_row * p.row_elements, n));
-    at_row += p.send_rows[static_cast<std::size_t>(r)];
+    const auto i = static_cast<std::size_t>(r);
+    const auto n_in = p.send_rows[i] * p.row_elements, n_out = p.receive_rows[i] * p.row_elements;
+    auto to = flat_out.narrow(0, out_row * p.row_elements, n_out);
+    const auto from = flat_in.narrow(0, in_row * p.row_elements, n_in);
+    if (r == me) {
+      if (n_in) to.copy_(from);
+    } else {
+      if (n_out) posted.push_back(c.recv(view_of(to, p.where), static_cast<int>(r), exchange_tag));
+      if (n_in) posted.push_back(c.send(view_of(from, p.where), static_cast<int>(r), exchange_tag));
+    }
+    in_row += p.send_rows[i];
+    out_row += p.receive_rows[i];
   }
-  c.alltoall(view_of(padded_in, p.where), view_of(padded_out, p.where));
-  at_row = 0;
-  for (std::int64_t r = 0; r < ranks; ++r) {
-    const auto n = p.receive_rows[static_cast<std::size_t>(r)] * p.row_elements;
-    if (n) flat_out.narrow(0, at_row * p.row_elements, n).copy_(padded_out.narrow(0, r * block, n));
-    at_row += p.receive_rows[static_cast<std::size_t>(r)];
-  }
+  for (auto& q : posted) c.wait(q);
 }
 
 }  // namespace tutti_torch::unequal_alltoall
