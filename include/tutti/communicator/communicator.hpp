@@ -402,9 +402,7 @@ class communicator {
       throw;
     } catch (const peer_lost& e) {
       throw_if_stalled(d, during, e);  // the peer gave up on a stall
-      const auto loss = detail::first_loss(*transport_, e);  // before fail(): our abort is what peers see next
-      if (loss.store != transport::store_answer::silent) fail(peer_lost(loss.peer, where(d) + during + loss.what));
-      fail(timeout(where(d) + during + detail::stalled_prefix + loss.what));  // a stall nobody could decide
+      fail(detail::loss_error(*transport_, e, where(d) + during));  // the first loss, or a stall nobody could decide
     } catch (const timeout& e) {
       // The first rank to time out decides who is stuck; every rank says the same (stall_inspector.hpp).
       const std::string verdict = inspector_ ? detail::stalled_text(inspector_->verdict(d)) : "";
@@ -423,10 +421,11 @@ class communicator {
 
   //! Keeps the failure (later calls are refused with its class: first_failure.hpp), aborts, throws it.
   template <class Error>
-  [[noreturn]] void fail(const Error& e) {
-    broken_.record(std::make_exception_ptr(e), "");
+  [[noreturn]] void fail(const Error& e) { fail(std::make_exception_ptr(e)); }
+  [[noreturn]] void fail(std::exception_ptr e) {
+    broken_.record(e, "");
     transport_->abort();
-    throw e;
+    std::rethrow_exception(e);
   }
 
   std::unique_ptr<transport_type> owned_;

@@ -1,8 +1,10 @@
 //! @file first_loss.hpp  Which rank a communicator names when a collective lost a peer.
 #pragma once
 #include <concepts>
+#include <exception>
 #include <string>
 
+#include "tutti/communicator/stall_inspector.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/transport/first_loss.hpp"
 
@@ -20,6 +22,19 @@ transport::loss_account first_loss(Transport& transport, const peer_lost& e) {
     return transport.first_loss(e.peer(), e.what());
   else
     return {e.peer(), e.what()};
+}
+
+//! What a call that lost a peer fails with, `prefix` (rank and call) before its text: `peer_lost`
+//! naming the rank lost first, or — when the store that records it was silent, so nobody can say
+//! who that was — a `timeout` in the stall's words. The communicator's collectives, its fusion
+//! engine and its point-to-point all tell a loss this way. Call it before this rank aborts: its
+//! abort is what the peers see next.
+template <class Transport>
+std::exception_ptr loss_error(Transport& transport, const peer_lost& e, const std::string& prefix) {
+  const auto loss = first_loss(transport, e);
+  if (loss.store == transport::store_answer::silent)
+    return std::make_exception_ptr(timeout(prefix + stalled_prefix + loss.what));
+  return std::make_exception_ptr(peer_lost(loss.peer, prefix + loss.what));
 }
 
 }  // namespace tutti::detail

@@ -55,10 +55,7 @@ class communicator_fusion_port {
       if (const auto v = c_->inspector_ ? c_->inspector_->decided() : std::nullopt) {
         failure = std::make_exception_ptr(timeout(engine + stalled_text(*v) + e.what()));
       } else {
-        const auto loss = first_loss(*c_->transport_, e);
-        failure = loss.store == transport::store_answer::silent
-                      ? std::make_exception_ptr(timeout(engine + stalled_prefix + loss.what))
-                      : std::make_exception_ptr(peer_lost(loss.peer, engine + loss.what));
+        failure = loss_error(*c_->transport_, e, engine);
       }
     } catch (...) {
     }

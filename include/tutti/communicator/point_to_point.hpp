@@ -18,13 +18,11 @@
 #include <utility>
 
 #include "tutti/communicator/first_loss.hpp"
-#include "tutti/communicator/stall_inspector.hpp"
 #include "tutti/core/deadline.hpp"
 #include "tutti/core/error.hpp"
 #include "tutti/core/message.hpp"
 #include "tutti/core/tags.hpp"
 #include "tutti/core/tensor_view.hpp"
-#include "tutti/transport/first_loss.hpp"
 
 namespace tutti {
 
@@ -79,9 +77,7 @@ class point_to_point {
     try {
       body();
     } catch (const peer_lost& e) {
-      const auto loss = first_loss(*c_->transport_, e);  // before fail(): our abort is what peers see next
-      if (loss.store != transport::store_answer::silent) c_->fail(peer_lost(loss.peer, where + loss.what));
-      c_->fail(timeout(where + stalled_prefix + loss.what));
+      c_->fail(loss_error(*c_->transport_, e, where));
     } catch (const timeout& e) {
       const std::string transport_said = e.what();
       c_->fail(timeout(where + "not matched by the peer before the deadline (TUTTI_TIMEOUT)" +
